@@ -1,0 +1,35 @@
+"""tilec's dialects: `tile` (ours) and the upstream-named `nvvm` subset.
+
+`context()` is the one place that says which dialects a tilec module may
+contain; the CLI, the tests and the passes parse IR through it.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+
+
+def context() -> Context:
+    """A fresh xDSL context with every dialect tilec's IR levels use."""
+    from xdsl.dialects.arith import Arith
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.dialects.gpu import GPU
+    from xdsl.dialects.llvm import LLVM
+    from xdsl.dialects.math import Math
+    from xdsl.dialects.memref import MemRef
+    from xdsl.dialects.scf import Scf
+    from xdsl.dialects.vector import Vector
+
+    from tilec.dialects.tile import Tile
+
+    ctx = Context()
+    for dialect in (Builtin, Func, Arith, Math, Scf, MemRef, Vector, GPU, LLVM, Tile):
+        ctx.load_dialect(dialect)
+    try:
+        from tilec.dialects.nvvm import NVVM
+    except ImportError:  # the nvvm dialect is optional until the NVVM target lands
+        pass
+    else:
+        ctx.load_dialect(NVVM)
+    return ctx
