@@ -1,0 +1,234 @@
+"""Python kernels → tile IR, for both authoring styles.
+
+- `build_prim_func(prim_func, out_idx)`: the lazy style; tensor parameters are
+  annotated in the signature and evaluated by Python at definition time.
+- `probe_eager(fn)` then `build_eager(fn, specialization, consts)`: the eager
+  style; tensor parameters are annotated in the body, sizes come from
+  `T.const` (bound from the tensors' shapes) and outputs from `T.empty`.
+
+Both return a `KernelProgram`: the module plus what the runtime needs to call
+it (which argument is which tensor, which are outputs, how dynamic sizes bind).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.ir import Block, Region
+from xdsl.utils.exceptions import VerifyException
+
+from tilec.dialects import tile
+from tilec.dtypes import DType, as_dtype
+from tilec.errors import SourceLoc, TilecError
+from tilec.language.program import PrimFunc, Symbol, Tensor
+
+from .codegen import Frame, KernelVisitor, parse_function
+from .semantic import Builder
+from .values import Scalar, TileRef
+
+
+@dataclass
+class Param:
+    """One argument of the kernel function: a global tensor or a scalar."""
+
+    name: str
+    dtype: DType
+    shape: tuple | None  # ints and dynamic `Symbol`s; None for a scalar
+    is_output: bool = False
+
+
+@dataclass
+class KernelProgram:
+    """A built kernel: its IR and the calling convention the runtime follows."""
+
+    module: ModuleOp
+    name: str
+    params: list[Param]
+    returns: list[int] = field(default_factory=list)  # indices of params returned, in order
+    loc: SourceLoc | None = None
+
+    @property
+    def func(self) -> func.FuncOp:
+        return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
+
+
+class _ProgramBuilder:
+    """The parts of the visitor's job that concern the function's signature."""
+
+    def __init__(self, fn, frame: Frame, builder: Builder, *, eager: bool, consts: dict | None = None):
+        self.fn, self.frame, self.b, self.eager = fn, frame, builder, eager
+        self.consts = consts or {}
+        self.params: list[Param] = []
+        self.block = Block()
+        self.symbols: dict[str, Scalar] = {}
+
+    # called by the visitor ------------------------------------------------
+    def hint_for_unbound(self, name: str) -> str | None:
+        if self.eager and name in inspect.signature(self.fn).parameters:
+            return f"annotate tensor parameter `{name}` first: `{name}: T.Tensor(shape, dtype)`"
+        return None
+
+    def const_value(self, v, name: str):
+        if not self.eager:
+            raise v.b.error("T.const is for eager kernels (the @tilec.jit function itself holds the kernel)",
+                            hint="in a T.prim_func factory, pass sizes as factory arguments")
+        if name not in self.consts:
+            raise v.b.error(f"T.const `{name}` is not bound",
+                            hint=f"call the kernel with tensors whose shapes give {name}, or compile({name}=...)")
+        return self.consts[name]
+
+    def declare_param(self, v, name: str, spec: Tensor) -> TileRef:
+        if not self.eager:
+            raise v.b.error("tensor annotations in the body are for eager kernels; annotate prim_func parameters "
+                            "in the signature")
+        if name not in inspect.signature(self.fn).parameters:
+            raise v.b.error(f"`{name}` is annotated as a tensor but is not a parameter of {self.fn.__name__}")
+        return self._add_tensor(v, name, spec.shape, spec.dtype, spec.raw_dtype, is_output=False)
+
+    def declare_output(self, v, shape, dtype: DType) -> TileRef:
+        if not self.eager:
+            raise v.b.error("T.empty is for eager kernels", hint="in a prim_func, choose outputs with out_idx")
+        if v.kernel is not None:
+            raise v.b.error("T.empty must come before `with T.Kernel(...)`")
+        shape = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+        return self._add_tensor(v, f"out{sum(p.is_output for p in self.params)}", shape, dtype, dtype,
+                                is_output=True)
+
+    # ------------------------------------------------------------------------
+    def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
+        if dtype is None:
+            raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
+        dims = []
+        for d in shape:
+            if isinstance(d, Scalar) and d.ssa in self.symbols_by_ssa():
+                d = self.symbols_by_ssa()[d.ssa]
+            if isinstance(d, Symbol) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0):
+                dims.append(d)
+            else:
+                raise v.b.error(f"tensor `{name}`: sizes must be integers, T.const or T.dynamic, got {d!r}")
+        arg = self.block.insert_arg(tile.TensorType([tile.DYNAMIC if isinstance(d, Symbol) else d for d in dims],
+                                                     dtype.ir), len(self.block.args))
+        arg.name_hint = name if name.isidentifier() and not is_output else None
+        self.params.append(Param(name, dtype, tuple(dims), is_output))
+        ref = TileRef(arg, name)
+        for axis, d in enumerate(dims):
+            if isinstance(d, Symbol) and d.name not in self.symbols:
+                dim = v.b.emit(tile.DimOp(arg, axis)).results[0]
+                dim.name_hint = d.name
+                self.symbols[d.name] = Scalar(dim)
+        return ref
+
+    def symbols_by_ssa(self) -> dict:
+        return {s.ssa: Symbol(name) for name, s in self.symbols.items()}
+
+    def resolve_symbol(self, v, sym: Symbol):
+        """The value a `T.dynamic` size stands for inside the kernel: its run-time size."""
+        if sym.name in self.symbols:
+            return self.symbols[sym.name]
+        if v.kernel is None:
+            return sym  # not bound yet: the next tensor annotation binds it
+        raise v.b.error(f"size `{sym.name}` is not the size of any tensor parameter",
+                        hint="use it in a T.Tensor shape so that it can be bound at run time")
+
+
+def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> tuple[KernelProgram, list]:
+    fdef, file, first_line, indent = parse_function(fn)
+    frame = Frame(fn, file, first_line, indent, dict(initial))
+    builder = Builder()
+    program = _ProgramBuilder(fn, frame, builder, eager=eager, consts=consts)
+    visitor = KernelVisitor(builder, frame, program)
+    loc = SourceLoc(file, first_line + fdef.lineno - 1, indent + fdef.col_offset + 1)
+    builder.loc = loc
+    with builder.at_end_of(program.block):
+        declare(visitor, program)
+        visitor.visit_body(fdef.body)
+    program.block.add_op(func.ReturnOp())
+    types = [a.type for a in program.block.args]
+    fop = func.FuncOp(fn.__name__, FunctionType.from_lists(types, []), Region(program.block))
+    module = ModuleOp([fop])
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise TilecError(f"internal compiler error: the built IR does not verify: {e}", loc=loc) from None
+    return KernelProgram(module, fn.__name__, program.params, loc=loc), frame.returned
+
+
+def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
+    """IR for a lazy-style `T.prim_func`; `out_idx` marks the outputs the runtime allocates."""
+
+    def declare(v, program: _ProgramBuilder):
+        for name, ann in pf.param_specs():
+            if isinstance(ann, Tensor):
+                v.frame.names[name] = program._add_tensor(v, name, ann.shape, ann.dtype, ann.raw_dtype,
+                                                          is_output=False)
+            elif as_dtype(ann) is not None:
+                raise v.b.error(f"scalar parameter `{name}` of a prim_func is not supported yet",
+                                hint="make it an argument of the @tilec.jit factory instead")
+            else:
+                raise v.b.error(f"parameter `{name}` of {pf.__name__} needs a T.Tensor(shape, dtype) annotation")
+
+    program, _ = _build(pf.fn, eager=False, initial={}, consts=None, declare=declare)
+    n = len(program.params)
+    idx = [] if out_idx is None else [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    for i in idx:
+        if not -n <= i < n:
+            raise TilecError(f"out_idx {i} is out of range for {pf.__name__}, which has {n} parameters",
+                             loc=program.loc)
+        program.params[i % n].is_output = True
+    program.returns = [i % n for i in idx]
+    return program
+
+
+def eager_tensor_params(fn) -> list[str]:
+    """The parameters an eager kernel annotates as tensors in its body."""
+    fdef, *_ = parse_function(fn)
+    names = inspect.signature(fn).parameters
+    return [s.target.id for s in fdef.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            and s.target.id in names and s.value is None]
+
+
+def build_eager(fn, specialization: dict, consts: dict) -> KernelProgram:
+    """IR for an eager kernel with its compile-time arguments and T.const sizes bound."""
+    program, returned = _build(fn, eager=True, initial=specialization, consts=consts, declare=lambda v, p: None)
+    by_arg = {p.name: i for i, p in enumerate(program.params)}
+    outputs = returned[0] if returned else None
+    outputs = [] if outputs is None else list(outputs) if isinstance(outputs, tuple | list) else [outputs]
+    for out in outputs:
+        if not isinstance(out, TileRef) or out.name not in by_arg or not program.params[by_arg[out.name]].is_output:
+            raise TilecError("an eager kernel returns the tensors it declared with T.empty", loc=program.loc)
+        program.returns.append(by_arg[out.name])
+    return program
+
+
+def probe_eager(fn, specialization: dict) -> list[tuple[str, tuple, DType | None]]:
+    """(name, shape, dtype) of each tensor annotation, with `T.const` sizes as `Symbol`s.
+
+    Only the `T.const` / `T.dynamic` assignments and the annotations are
+    evaluated, so the sizes can be matched against the caller's tensors before
+    the kernel is built.
+    """
+    fdef, file, first_line, indent = parse_function(fn)
+    frame = Frame(fn, file, first_line, indent, dict(specialization))
+    builder = Builder()
+    visitor = KernelVisitor(builder, frame, None)
+    specs = []
+    for stmt in fdef.body:
+        if isinstance(stmt, ast.With):
+            break
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            fname = ast.unparse(stmt.value.func)
+            if fname.endswith(("const", "dynamic", "symbolic")):
+                args = [visitor.visit(a) for a in stmt.value.args]
+                names = [n.strip() for n in str(args[0]).split(",")]
+                syms = tuple(Symbol(n, dynamic=not fname.endswith("const")) for n in names)
+                visitor.assign(stmt.targets[0], syms[0] if len(syms) == 1 else syms)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name):
+            builder.loc = visitor.loc_of(stmt)
+            ann = visitor.visit(stmt.annotation)
+            if isinstance(ann, Tensor):
+                specs.append((stmt.target.id, ann.shape, ann.dtype))
+    return specs

@@ -1,0 +1,530 @@
+"""`KernelVisitor`: the Python AST of a kernel → tile dialect IR.
+
+One `visit_<Node>` per supported construct, in grammar order (statements, then
+expressions).  Compile-time Python values fold as Python; run-time values are
+`values.Scalar` / `TileRef` / `Access` wrappers around SSA values.  Every op
+gets the absolute file:line:col of the node being visited; a Python construct
+without a visitor is a located "unsupported" error, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as py_builtins
+import inspect
+import textwrap
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IndexType, i1
+from xdsl.ir import Block, Region
+
+from tilec import config
+from tilec.dialects import tile
+from tilec.errors import SourceLoc, TilecError
+from tilec.language.program import Symbol
+
+from . import builtins as tb
+from .semantic import Builder, describe, is_compile_time
+from .values import Access, Scalar, SliceIndex, TileRef, VarRef
+
+_BINOP = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+}
+_CMPOP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_UNSUPPORTED_HINTS = {
+    "While": "use `for k in T.serial(n)` with a bound, or T.Pipelined",
+    "Break": "restructure the loop with an `if` around its body",
+    "Continue": "put the rest of the loop body under an `if`",
+    "Lambda": "define a @T.macro function instead",
+    "Try": "kernels cannot raise or catch exceptions; use T.device_assert",
+    "Raise": "use T.device_assert(cond, msg) inside kernels",
+    "ListComp": "write the values out, or build the list outside the kernel",
+    "Global": "pass the value as a parameter instead",
+    "Nonlocal": "pass the value as a parameter instead",
+    "Delete": "names cannot be deleted inside kernels",
+    "ClassDef": "define classes outside the kernel",
+    "FunctionDef": "define helpers outside the kernel and decorate them with @T.macro",
+    "Await": "kernels are not async",
+}
+
+
+@dataclass
+class Frame:
+    """The Python scope being visited: the kernel's function or an inlined macro."""
+
+    fn: object
+    file: str
+    first_line: int
+    indent: int
+    names: dict = field(default_factory=dict)
+    depth: dict = field(default_factory=dict)
+    returned: list = field(default_factory=list)
+
+    def lookup_outer(self, name: str):
+        """A name from the function's closure, globals or builtins."""
+        code = self.fn.__code__
+        if self.fn.__closure__ and name in code.co_freevars:
+            cell = self.fn.__closure__[code.co_freevars.index(name)]
+            try:
+                return True, cell.cell_contents
+            except ValueError:
+                return False, None
+        if name in self.fn.__globals__:
+            return True, self.fn.__globals__[name]
+        if hasattr(py_builtins, name):
+            return True, getattr(py_builtins, name)
+        return False, None
+
+
+def parse_function(fn) -> tuple[ast.FunctionDef, str, int, int]:
+    """The def of `fn`, its file, first line and the indentation removed by dedent."""
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        raise TilecError(f"cannot read the source of {getattr(fn, '__name__', fn)}",
+                         hint="kernels must be defined in a .py file, not typed into a REPL") from None
+    source = "".join(lines)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(textwrap.dedent(source))
+    node = tree.body[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef), node
+    return node, inspect.getsourcefile(fn) or "<unknown>", first_line, indent
+
+
+class KernelVisitor(ast.NodeVisitor):
+    """Builds tile IR for one kernel function (and the macros it calls)."""
+
+    def __init__(self, builder: Builder, frame: Frame, program):
+        self.b = builder
+        self.frame = frame
+        self.program = program  # tilec.frontend.KernelProgramBuilder: params, outputs, consts
+        self.kernel: tile.KernelOp | None = None
+        self.block_indices: list[Scalar] = []
+        self.runtime_depth = 0
+        self.in_parallel = 0
+
+    # ------------------------------------------------------------------ #
+    # Locations and dispatch
+    # ------------------------------------------------------------------ #
+    def loc_of(self, node: ast.AST) -> SourceLoc:
+        f = self.frame
+        return SourceLoc(f.file, f.first_line + node.lineno - 1, f.indent + node.col_offset + 1)
+
+    def visit(self, node: ast.AST):
+        saved = self.b.loc
+        if hasattr(node, "lineno"):
+            self.b.loc = self.loc_of(node)
+        try:
+            return super().visit(node)
+        except TilecError:
+            raise
+        except Exception as e:  # an internal compiler error, located at the user's line
+            if config.DEBUG:
+                raise
+            raise TilecError(f"internal compiler error: {type(e).__name__}: {e}", loc=self.b.loc,
+                             hint="set TILEC_DEBUG=1 for the compiler traceback and report it") from None
+        finally:
+            self.b.loc = saved
+
+    def generic_visit(self, node: ast.AST):
+        kind = type(node).__name__
+        raise self.b.error(f"unsupported Python construct `{kind}` in a kernel",
+                           hint=_UNSUPPORTED_HINTS.get(kind, "rewrite it with the T.* language"))
+
+    def visit_body(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.visit(stmt)
+            if self.frame.returned:
+                return
+
+    # ------------------------------------------------------------------ #
+    # Names and scopes
+    # ------------------------------------------------------------------ #
+    def lookup(self, name: str):
+        if name in self.frame.names:
+            value = self.frame.names[name]
+        else:
+            found, value = self.frame.lookup_outer(name)
+            if not found:
+                raise self.b.error(f"name `{name}` is not defined", hint=self.program.hint_for_unbound(name))
+        if isinstance(value, Symbol) and self.program is not None and value.dynamic:
+            return self.program.resolve_symbol(self, value)
+        return value
+
+    def bind(self, name: str, value) -> None:
+        frame = self.frame
+        old = frame.names.get(name)
+        if isinstance(old, VarRef) and not isinstance(value, VarRef):
+            self.store_var(old, value)
+            return
+        if name in frame.names and frame.depth.get(name, 0) < self.runtime_depth and not isinstance(value, VarRef):
+            raise self.b.error(
+                f"`{name}` is assigned inside a run-time loop or `if` but defined outside it",
+                hint=f"declare it with `{name} = T.alloc_var(dtype)` to carry its value across iterations and branches",
+            )
+        if isinstance(value, Scalar | TileRef) and not value.ssa.name_hint and name.isidentifier():
+            value.ssa.name_hint = name
+        frame.names[name] = value
+        frame.depth.setdefault(name, self.runtime_depth)
+        if name in frame.depth and frame.depth[name] > self.runtime_depth:
+            frame.depth[name] = self.runtime_depth
+
+    @contextmanager
+    def runtime_region(self, block: Block, carried: bool = True):
+        """Visits into `block` of a run-time construct; names bound inside stay inside.
+
+        With `carried`, the block may run many times or not at all (a loop
+        or a branch), so names from outside cannot be reassigned in it.
+        """
+        before = set(self.frame.names)
+        self.runtime_depth += carried
+        try:
+            with self.b.at_end_of(block):
+                yield
+        finally:
+            self.runtime_depth -= carried
+            for name in set(self.frame.names) - before:
+                del self.frame.names[name]
+                self.frame.depth.pop(name, None)
+
+    # ------------------------------------------------------------------ #
+    # Values
+    # ------------------------------------------------------------------ #
+    def rvalue(self, value):
+        """`value` as something usable in an expression: loads accesses and variables."""
+        if isinstance(value, Access):
+            return self.load(value)
+        if isinstance(value, VarRef):
+            zero = self.b.const(0, IndexType())
+            return Scalar(self.b.emit(tile.LoadOp(value.tile.ssa, [zero])).results[0])
+        return value
+
+    def index_ssa(self, value):
+        value = self.rvalue(value)
+        if isinstance(value, float) or (isinstance(value, Scalar) and not value.is_int):
+            raise self.b.error(f"tile indices must be integers, got {describe(value)}")
+        if not isinstance(value, int | Scalar):
+            raise self.b.error(f"tile indices must be integers, got {describe(value)}")
+        return self.b.to_ssa(value, IndexType())
+
+    def check_point(self, access: Access) -> None:
+        ref = access.tile
+        if not access.is_point:
+            raise self.b.error(f"a slice of {ref} cannot be used as a scalar",
+                               hint="use T.copy for regions, or index every dimension")
+        if len(access.indices) != len(ref.shape):
+            raise self.b.error(
+                f"{ref} has {len(ref.shape)} dimensions but is indexed with {len(access.indices)}",
+                hint=f"index it as {ref}[{', '.join('i' + str(k) for k in range(len(ref.shape)))}]")
+
+    def load(self, access: Access) -> Scalar:
+        self.check_point(access)
+        indices = [self.index_ssa(i) for i in access.indices]
+        return Scalar(self.b.emit(tile.LoadOp(access.tile.ssa, indices)).results[0])
+
+    def store(self, access: Access, value) -> None:
+        self.check_point(access)
+        value = self.rvalue(value)
+        if isinstance(value, TileRef):
+            raise self.b.error(f"cannot store {describe(value)} into one element", hint="use T.copy(src, dst)")
+        indices = [self.index_ssa(i) for i in access.indices]
+        ssa = self.b.to_ssa(value, access.tile.type.element_type)
+        self.b.emit(tile.StoreOp(ssa, access.tile.ssa, indices))
+
+    def store_var(self, var: VarRef, value) -> None:
+        zero = self.b.const(0, IndexType())
+        value = self.rvalue(value)
+        self.b.emit(tile.StoreOp(self.b.to_ssa(value, var.tile.type.element_type), var.tile.ssa, [zero]))
+
+    def assign(self, target: ast.expr, value) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value)
+        elif isinstance(target, ast.Tuple | ast.List):
+            if not isinstance(value, tuple | list) or len(value) != len(target.elts):
+                raise self.b.error(f"cannot unpack {describe(value)} into {len(target.elts)} names")
+            for t, v in zip(target.elts, value):
+                self.assign(t, v)
+        elif isinstance(target, ast.Subscript):
+            dest = self.visit(target)
+            if not isinstance(dest, Access):
+                raise self.b.error(f"cannot assign to an element of {describe(dest)}")
+            self.store(dest, value)
+        else:
+            raise self.b.error(f"cannot assign to `{ast.unparse(target)}` in a kernel")
+
+    # ------------------------------------------------------------------ #
+    # Statements
+    # ------------------------------------------------------------------ #
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring
+        self.visit(node.value)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = self.visit(node.value)
+        if isinstance(value, Access):
+            value = self.rvalue(value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        op = _BINOP[type(node.op)]
+        if isinstance(node.target, ast.Name):
+            current = self.rvalue(self.lookup(node.target.id))
+            self.assign(node.target, self.b.binop(op, current, self.rvalue(self.visit(node.value))))
+            return
+        dest = self.visit(node.target)
+        if not isinstance(dest, Access):
+            raise self.b.error(f"cannot update {describe(dest)} in place",
+                               hint="update elements inside `for i, j in T.Parallel(...)`")
+        new = self.b.binop(op, self.load(dest), self.rvalue(self.visit(node.value)))
+        self.store(dest, new)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        annotation = self.visit(node.annotation)
+        if not isinstance(node.target, ast.Name):
+            raise self.b.error("only names can be annotated in a kernel")
+        name = node.target.id
+        if isinstance(annotation, tb.TensorSpecs):
+            if node.value is not None:
+                raise self.b.error(f"tensor parameter `{name}` is bound by the caller; remove `= ...`")
+            self.bind(name, self.program.declare_param(self, name, annotation))
+            return
+        if node.value is None:
+            raise self.b.error(f"annotation of `{name}` without a value",
+                               hint="tensor parameters are annotated as `A: T.Tensor(shape, dtype)`")
+        value = self.rvalue(self.visit(node.value))
+        if tb.as_dtype(annotation) is not None and not isinstance(value, TileRef):
+            value = self.b.cast(value, annotation) if isinstance(value, Scalar) else value
+        self.bind(name, value)
+
+    def visit_If(self, node: ast.If) -> None:
+        cond = self.rvalue(self.visit(node.test))
+        if not isinstance(cond, Scalar):
+            self.visit_body(node.body if cond else node.orelse)
+            return
+        c = self.b.to_ssa(cond, i1)
+        then_block, else_block = Block(), Block()
+        op = self.b.emit(scf.IfOp(c, [], Region(then_block), Region(else_block) if node.orelse else None))
+        then_block.add_op(scf.YieldOp())
+        with self.runtime_region(then_block):
+            self.visit_body(node.body)
+        if node.orelse:
+            else_block.add_op(scf.YieldOp())
+            with self.runtime_region(else_block):
+                self.visit_body(node.orelse)
+        self.b.verify(op)
+
+    def visit_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.b.error("`for ... else` is not supported in kernels")
+        iterable = node.iter
+        if isinstance(iterable, ast.Call):
+            func = self.visit(iterable.func)
+            if func is range or tb.builtin_name(func) in tb.LOOPS:
+                args = [self.visit(a) for a in iterable.args]
+                kwargs = {k.arg: self.visit(k.value) for k in iterable.keywords}
+                tb.emit_loop(self, node, "serial" if func is range else tb.builtin_name(func), args, kwargs)
+                return
+        values = self.visit(iterable)
+        if not isinstance(values, list | tuple | range):
+            raise self.b.error(f"cannot iterate over {describe(values)} in a kernel",
+                               hint="use T.Parallel, T.Pipelined, T.serial or range")
+        for v in values:  # a compile-time sequence: unrolled
+            self.assign(node.target, v)
+            self.visit_body(node.body)
+
+    def visit_With(self, node: ast.With) -> None:
+        if len(node.items) != 1 or not isinstance(node.items[0].context_expr, ast.Call):
+            raise self.b.error("only `with T.Kernel(...) as ...:` is supported in kernels")
+        item = node.items[0]
+        func = self.visit(item.context_expr.func)
+        if tb.builtin_name(func) != "Kernel":
+            raise self.b.error(f"`with {ast.unparse(item.context_expr.func)}(...)` is not supported",
+                               hint="kernels open their grid with `with T.Kernel(grid..., threads=N) as bx:`")
+        args = [self.rvalue(self.visit(a)) for a in item.context_expr.args]
+        kwargs = {k.arg: self.visit(k.value) for k in item.context_expr.keywords}
+        tb.emit_kernel(self, node, item.optional_vars, args, kwargs)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        value = None if node.value is None else self.visit(node.value)
+        if isinstance(value, Access):
+            value = self.rvalue(value)
+        self.frame.returned.append(value)
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        pass  # nothing to build
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        cond = self.rvalue(self.visit(node.test))
+        msg = "" if node.msg is None else str(self.visit(node.msg))
+        if isinstance(cond, Scalar):
+            self.b.emit(tile.DeviceAssertOp(self.b.to_ssa(cond, i1), msg))
+        elif not cond:
+            raise self.b.error(f"assertion failed: {msg or ast.unparse(node.test)}")
+
+    # ------------------------------------------------------------------ #
+    # Expressions
+    # ------------------------------------------------------------------ #
+    def visit_BoolOp(self, node: ast.BoolOp):
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.rvalue(self.visit(node.values[0]))
+        for value_node in node.values[1:]:
+            if is_compile_time(result) and (not result if op == "and" else result):
+                return result  # short-circuit at compile time
+            result = self.b.logical(op, result, self.rvalue(self.visit(value_node)))
+        return result
+
+    def visit_BinOp(self, node: ast.BinOp):
+        left, right = self.rvalue(self.visit(node.left)), self.rvalue(self.visit(node.right))
+        op = _BINOP[type(node.op)]
+        if not isinstance(left, Scalar) and not isinstance(right, Scalar):
+            try:
+                return {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
+                        "/": lambda: left / right, "//": lambda: left // right, "%": lambda: left % right,
+                        "**": lambda: left**right}.get(op, lambda: self.b.binop(op, left, right))()
+            except TypeError:
+                raise self.b.error(f"unsupported operands for {op}: {describe(left)} and {describe(right)}") from None
+            except ZeroDivisionError:
+                raise self.b.error("division by zero in a compile-time expression") from None
+        for v in (left, right):
+            if not isinstance(v, Scalar | bool | int | float):
+                raise self.b.error(f"unsupported operand for {op}: {describe(v)}",
+                                   hint="index tiles element-wise inside T.Parallel")
+        return self.b.binop(op, left, right)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        value = self.rvalue(self.visit(node.operand))
+        if isinstance(node.op, ast.USub):
+            return self.b.negate(value)
+        if isinstance(node.op, ast.UAdd):
+            return value
+        if isinstance(node.op, ast.Not):
+            return self.b.logical_not(value)
+        if isinstance(node.op, ast.Invert) and is_compile_time(value):
+            return ~value
+        raise self.b.error(f"unsupported unary operator {type(node.op).__name__}")
+
+    def visit_IfExp(self, node: ast.IfExp):
+        cond = self.rvalue(self.visit(node.test))
+        if not isinstance(cond, Scalar):
+            return self.visit(node.body if cond else node.orelse)
+        return self.b.select(cond, self.rvalue(self.visit(node.body)), self.rvalue(self.visit(node.orelse)))
+
+    def visit_Compare(self, node: ast.Compare):
+        left = self.rvalue(self.visit(node.left))
+        result = True
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.rvalue(self.visit(right_node))
+            if isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn):
+                if isinstance(left, Scalar) or isinstance(right, Scalar):
+                    raise self.b.error(f"`{type(op).__name__}` needs compile-time operands")
+                value = {ast.Is: lambda: left is right, ast.IsNot: lambda: left is not right,
+                         ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
+            else:
+                value = self.b.binop(_CMPOP[type(op)], left, right)
+            result = self.b.logical("and", result, value) if result is not True else value
+            left = right
+        return result
+
+    def visit_Call(self, node: ast.Call):
+        func = self.visit(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            args = []
+            for a in node.args:
+                args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
+        else:
+            args = [self.visit(a) for a in node.args]
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                kwargs.update(self.visit(k.value))
+            else:
+                kwargs[k.arg] = self.visit(k.value)
+        return tb.call(self, node, func, args, kwargs)
+
+    def visit_Constant(self, node: ast.Constant):
+        return node.value
+
+    def visit_Attribute(self, node: ast.Attribute):
+        base = self.visit(node.value)
+        if isinstance(base, Access | VarRef):
+            base = self.rvalue(base)
+        if isinstance(base, TileRef | Scalar):
+            return tb.attribute(self, base, node.attr)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            if getattr(base, "__name__", "") in ("tilec.language", "tilelang.language"):
+                raise self.b.error(f"unknown name `T.{node.attr}` in the kernel language",
+                                   hint=tb.closest_language_name(node.attr)) from None
+            raise self.b.error(f"{describe(base)} has no attribute `{node.attr}`") from None
+
+    def visit_Subscript(self, node: ast.Subscript):
+        base = self.visit(node.value)
+        index_node = node.slice
+        elements = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+        if isinstance(base, TileRef):
+            return Access(base, tuple(self.subscript_index(e) for e in elements))
+        if isinstance(base, VarRef):
+            return Access(base.tile, tuple(self.subscript_index(e) for e in elements))
+        key = self.rvalue(self.visit(index_node))
+        if isinstance(key, Scalar):
+            raise self.b.error(f"{describe(base)} cannot be indexed by a run-time value",
+                               hint="Python lists are compile-time; use a shared or local buffer instead")
+        try:
+            return base[key]
+        except (TypeError, IndexError, KeyError) as e:
+            raise self.b.error(f"cannot index {describe(base)} with {key!r}: {e}") from None
+
+    def subscript_index(self, node: ast.expr):
+        if isinstance(node, ast.Slice):
+            if node.step is not None:
+                raise self.b.error("strided slices of tiles are not supported")
+            start = None if node.lower is None else self.rvalue(self.visit(node.lower))
+            stop = None if node.upper is None else self.rvalue(self.visit(node.upper))
+            return SliceIndex(start, stop)
+        return self.rvalue(self.visit(node))
+
+    def visit_Name(self, node: ast.Name):
+        return self.lookup(node.id)
+
+    def visit_List(self, node: ast.List):
+        return [self.visit(e) for e in node.elts]
+
+    def visit_Tuple(self, node: ast.Tuple):
+        return tuple(self.visit(e) for e in node.elts)
+
+    def visit_Dict(self, node: ast.Dict):
+        return {self.visit(k): self.visit(v) for k, v in zip(node.keys, node.values)}
+
+    def visit_JoinedStr(self, node: ast.JoinedStr):
+        parts = []
+        for v in node.values:
+            value = self.visit(v.value) if isinstance(v, ast.FormattedValue) else v.value
+            parts.append(str(value))
+        return "".join(parts)
+
+    # ------------------------------------------------------------------ #
+    # Macros
+    # ------------------------------------------------------------------ #
+    def inline_macro(self, macro, node: ast.Call, args: list, kwargs: dict):
+        fn = macro.fn
+        fdef, file, first_line, indent = parse_function(fn)
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.b.error(f"bad call of T.macro {fn.__name__}: {e}") from None
+        bound.apply_defaults()
+        frame = Frame(fn, file, first_line, indent, dict(bound.arguments))
+        frame.depth = {name: self.runtime_depth for name in frame.names}
+        saved, self.frame = self.frame, frame
+        try:
+            self.visit_body(fdef.body)
+        finally:
+            self.frame = saved
+        return frame.returned[0] if frame.returned else None
+

@@ -1,0 +1,220 @@
+"""`tilec.jit`, `tilec.compile` and `JITKernel`: from a Python kernel to a callable.
+
+Lazy style: `@jit(out_idx=...)` wraps a factory; calling it with sizes builds
+(once per argument key) a `JITKernel`.  Eager style: `@jit` wraps the kernel
+itself; calling it with tensors binds `T.const` sizes from their shapes,
+builds (once per key) and runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import functools
+import inspect
+
+import numpy as np
+
+from tilec.errors import SourceLoc, TilecError
+from tilec.frontend import KernelProgram, build_eager, build_prim_func, eager_tensor_params, probe_eager
+from tilec.frontend.codegen import parse_function
+from tilec.language.program import PrimFunc, Symbol
+from tilec.target import Target, resolve_target
+
+PASS_CONFIG_KEYS = (
+    "tl.disable_tma_lower", "tl.disable_warp_specialized", "tl.enable_fast_math", "tl.disable_fast_math",
+    "tl.disable_safe_memory_legalize", "tl.config_index_bitwidth", "tl.disable_dynamic_tail_split",
+    "tl.dynamic_alignment", "tl.enable_aggressive_shared_memory_merge", "tl.disable_vectorize_256",
+    "tl.disable_wgmma", "tl.debug_merge_shared_memory_allocations", "tl.enable_debug_output",
+    "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output", "tl.disable_thread_storage_sync",
+    "tl.disable_shuffle_elect", "tl.enable_lower_ldgstg",
+)
+
+
+def check_pass_configs(pass_configs, loc: SourceLoc | None) -> dict:
+    configs = dict(pass_configs or {})
+    for key in configs:
+        name = getattr(key, "value", key)
+        if name not in PASS_CONFIG_KEYS:
+            close = difflib.get_close_matches(str(name), PASS_CONFIG_KEYS, n=1)
+            raise TilecError(f"unknown pass-config key {name!r}", loc=loc,
+                             hint=f"did you mean {close[0]!r}?" if close else
+                             f"known keys: {', '.join(PASS_CONFIG_KEYS[:4])}, ...")
+    return {getattr(k, "value", k): v for k, v in configs.items()}
+
+
+def _def_loc(fn) -> SourceLoc | None:
+    try:
+        fdef, file, first_line, indent = parse_function(fn)
+    except TilecError:
+        return None
+    return SourceLoc(file, first_line + fdef.lineno - 1, indent + fdef.col_offset + 1)
+
+
+class JITKernel:
+    """A compiled kernel: call it with tensors; inspect its IR and source."""
+
+    def __init__(self, program: KernelProgram, target: Target, pass_configs: dict | None = None):
+        self.program = program
+        self.target = target
+        self.pass_configs = pass_configs or {}
+        self.out_idx = list(program.returns)
+        self._backend = target.build(program, self.pass_configs)
+
+    @property
+    def params(self):
+        return self.program.params
+
+    def __call__(self, *args):
+        from tilec import runtime
+
+        return runtime.launch(self, list(args))
+
+    def get_ir(self, stage: str = "tile") -> str:
+        return self._backend.get_ir(stage)
+
+    def get_kernel_source(self) -> str:
+        return self._backend.kernel_source()
+
+    def get_host_source(self) -> str:
+        p = self.program
+        params = ", ".join(
+            f"{q.name}: {'out ' if q.is_output else ''}{q.dtype.name}{list(q.shape) if q.shape is not None else ''}"
+            for q in p.params)
+        return f"launch {p.name}({params}) on {self.target.name}\n{self._backend.launch_description()}"
+
+    def get_profiler(self, tensor_supply_type=None):
+        from tilec.profiler import Profiler
+
+        return Profiler(self, tensor_supply_type)
+
+
+def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose=False,  # noqa: A001
+            pass_configs=None, compile_flags=None, target_host=None) -> JITKernel:
+    """Compiles a bare `T.prim_func` into a `JITKernel`."""
+    if not isinstance(func, PrimFunc):
+        raise TilecError(f"tilec.compile takes a T.prim_func, got {type(func).__name__}",
+                         hint="decorate the kernel function with @T.prim_func")
+    configs = check_pass_configs(pass_configs, _def_loc(func.fn))
+    return JITKernel(build_prim_func(func, out_idx), resolve_target(target), configs)
+
+
+def _is_eager(fn) -> bool:
+    fdef, *_ = parse_function(fn)
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.FunctionDef) and node is not fdef:
+            return False  # a factory defines the kernel inside
+        if isinstance(node, ast.With):
+            return True
+    return False
+
+
+class JITFunction:
+    """What `@tilec.jit` returns; see the module docstring for the two styles."""
+
+    def __init__(self, fn, *, out_idx=None, target="auto", pass_configs=None, verbose=False, **_options):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.out_idx = out_idx
+        self.target = target
+        self.pass_configs = check_pass_configs(pass_configs, _def_loc(fn))
+        self.verbose = verbose
+        self._kernels: dict = {}
+        self._eager = _is_eager(fn)
+        self._tensor_params = eager_tensor_params(fn) if self._eager else []
+
+    def _key(self, values: dict):
+        def freeze(x):
+            if isinstance(x, list | tuple):
+                return tuple(freeze(i) for i in x)
+            if isinstance(x, dict):
+                return tuple(sorted((k, freeze(v)) for k, v in x.items()))
+            try:
+                hash(x)
+                return x
+            except TypeError:
+                return repr(x)
+
+        return freeze(values)
+
+    # lazy -----------------------------------------------------------------
+    def _lazy(self, *args, **kwargs) -> JITKernel:
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = self._key(dict(bound.arguments))
+        if key not in self._kernels:
+            prim = self.fn(*args, **kwargs)
+            if not isinstance(prim, PrimFunc):
+                raise TilecError(f"@tilec.jit factory {self.fn.__name__} must return a T.prim_func, "
+                                 f"got {type(prim).__name__}", loc=_def_loc(self.fn))
+            self._kernels[key] = JITKernel(build_prim_func(prim, self.out_idx), resolve_target(self.target),
+                                           self.pass_configs)
+        return self._kernels[key]
+
+    # eager ----------------------------------------------------------------
+    def compile(self, **kwargs) -> JITKernel:
+        """Builds an eager kernel for explicit `T.const` sizes and compile-time arguments."""
+        if not self._eager:
+            return self._lazy(**kwargs)
+        sig = inspect.signature(self.fn)
+        spec = {k: v for k, v in kwargs.items() if k in sig.parameters and k not in self._tensor_params}
+        consts = {k: v for k, v in kwargs.items() if k not in spec}
+        return self._eager_kernel(spec, consts)
+
+    def _eager_kernel(self, spec: dict, consts: dict) -> JITKernel:
+        sig = inspect.signature(self.fn)
+        for name, p in sig.parameters.items():
+            if name not in self._tensor_params and name not in spec:
+                if p.default is inspect.Parameter.empty:
+                    raise TilecError(f"{self.fn.__name__}: compile-time argument `{name}` is missing",
+                                     loc=_def_loc(self.fn))
+                spec[name] = p.default
+        key = (self._key(spec), self._key(consts))
+        if key not in self._kernels:
+            self._kernels[key] = JITKernel(build_eager(self.fn, spec, consts), resolve_target(self.target),
+                                           self.pass_configs)
+        return self._kernels[key]
+
+    def _bind_consts(self, tensors: dict, spec: dict) -> dict:
+        consts: dict = {}
+        for name, shape, _dtype in probe_eager(self.fn, spec):
+            t = tensors.get(name)
+            if t is None:
+                continue
+            actual = tuple(t.shape)
+            if len(actual) != len(shape):
+                raise TilecError(f"{self.fn.__name__}: tensor `{name}` must have {len(shape)} dimensions, "
+                                 f"got shape {actual}", loc=_def_loc(self.fn))
+            for want, got in zip(shape, actual):
+                if isinstance(want, Symbol) and not want.dynamic:
+                    if consts.setdefault(want.name, got) != got:
+                        raise TilecError(f"{self.fn.__name__}: size {want.name} is {consts[want.name]} from an "
+                                         f"earlier tensor but {got} from `{name}`", loc=_def_loc(self.fn))
+        return consts
+
+    def __call__(self, *args, **kwargs):
+        if not self._eager:
+            return self._lazy(*args, **kwargs)
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        tensors = {k: v for k, v in bound.arguments.items() if k in self._tensor_params}
+        spec = {k: v for k, v in bound.arguments.items() if k not in self._tensor_params}
+        kernel = self._eager_kernel(dict(spec), self._bind_consts(tensors, spec))
+        order = [p.name for p in kernel.params if not p.is_output]
+        missing = [n for n in order if n not in tensors]
+        if missing:
+            raise TilecError(f"{self.fn.__name__}: tensor argument(s) {', '.join(missing)} missing",
+                             loc=_def_loc(self.fn))
+        return kernel(*[tensors[n] for n in order])
+
+
+def jit(func=None, *, out_idx=None, target="auto", execution_backend="auto", verbose=False, pass_configs=None,
+        compile_flags=None, debug_root_path=None):
+    """Decorator for kernels, bare (`@jit`) or with options (`@jit(out_idx=[-1])`)."""
+    if func is None:
+        return functools.partial(jit, out_idx=out_idx, target=target, execution_backend=execution_backend,
+                                 verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
+    return JITFunction(func, out_idx=out_idx, target=target, pass_configs=pass_configs, verbose=verbose)
+
+
+def as_numpy_scalar_type(dtype) -> np.dtype:
+    return dtype.numpy

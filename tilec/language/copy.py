@@ -1,0 +1,30 @@
+"""Data movement and initialization of tiles."""
+
+from __future__ import annotations
+
+from ._builtin import builtin
+
+
+@builtin
+def copy(src, dst, *, coalesced_width=None, disable_tma=False, eviction_policy=None):
+    """Copies a tile between any two scopes, converting the element type.
+
+    `A[i, j]` (a point) means the region of the other side's shape starting
+    there; `A[i0:i1, j0:j1]` is an explicit region.  Out-of-bounds parts of
+    global tensors are neither read nor written.
+    """
+
+
+@builtin
+def fill(buffer, value):
+    """Sets every element of a tile to `value`."""
+
+
+@builtin
+def clear(buffer):
+    """Sets every element of a tile to zero."""
+
+
+@builtin
+def tma_copy(src, dst, barrier=None):
+    """A TMA copy on sm_90 (lowered as `T.copy` where TMA is unavailable)."""

@@ -1,0 +1,55 @@
+"""Synchronization, atomics, annotations and debugging inside kernels."""
+
+from __future__ import annotations
+
+from ._builtin import builtin
+
+
+@builtin
+def sync_threads():
+    """All threads of the block wait here."""
+
+
+@builtin
+def mbarrier_arrive(barrier):
+    """Arrives on an mbarrier."""
+
+
+@builtin
+def mbarrier_wait_parity(barrier, parity):
+    """Waits for the mbarrier phase with `parity` to complete."""
+
+
+@builtin
+def atomic_add(dst, value, memory_order=None, return_prev=False):
+    """Atomically adds `value` to `dst` (an element or a tile)."""
+
+
+@builtin
+def atomic_max(dst, value, memory_order=None, return_prev=False):
+    """Atomically takes the max of `value` and `dst`."""
+
+
+@builtin
+def atomic_min(dst, value, memory_order=None, return_prev=False):
+    """Atomically takes the min of `value` and `dst`."""
+
+
+@builtin
+def use_swizzle(panel_size, order="row", enable=True):
+    """Rasterizes blocks in panels for L2 reuse."""
+
+
+@builtin
+def annotate_layout(layout_map):
+    """Fixes buffers' layouts: `T.annotate_layout({A_s: make_swizzled_layout(A_s)})`."""
+
+
+@builtin
+def print(obj=None, msg=""):  # noqa: A001 - TileLang's name
+    """Prints a scalar or a tile from the device."""
+
+
+@builtin
+def device_assert(cond, msg=""):
+    """Stops the kernel with `msg` when `cond` is false."""

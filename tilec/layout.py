@@ -1,0 +1,10 @@
+"""Layout helpers of the surface: `tilec.layout.make_swizzled_layout(buf)`."""
+
+from __future__ import annotations
+
+from tilec.language._builtin import builtin
+
+
+@builtin
+def make_swizzled_layout(buffer, swizzle_bytes: int = 128):
+    """The 128-byte-swizzled shared-memory layout TMA and wgmma use, for `buffer`."""

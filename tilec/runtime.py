@@ -1,0 +1,107 @@
+"""Calling a JITKernel: check the arguments, allocate outputs, run, return outputs.
+
+Tensors may be torch tensors (CPU for the interpreter, CUDA for the GPU) or
+numpy arrays; the outputs come back as the same kind as the inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilec.errors import TilecError
+from tilec.language.program import Symbol
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def _to_numpy(t, dtype):
+    if isinstance(t, np.ndarray):
+        return t
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if dtype.name == "bfloat16" or dtype.name.startswith("float8"):
+        import torch
+
+        raw = t.contiguous().view(torch.int16 if dtype.bits == 16 else torch.uint8).numpy()
+        return raw.view(dtype.numpy)
+    return t.numpy()
+
+
+def _from_numpy(a, like):
+    import torch
+
+    if a.dtype.name == "bfloat16":
+        t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(a)
+    return t.to(like.device) if like is not None else t
+
+
+def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
+    """(inputs by param position, output positions, dynamic sizes) after checking every tensor."""
+    params = kernel.params
+    inputs = [i for i, p in enumerate(params) if not p.is_output]
+    name = kernel.program.name
+    if len(args) == len(params):
+        given = dict(enumerate(args))
+    elif len(args) == len(inputs):
+        given = dict(zip(inputs, args))
+    else:
+        raise TilecError(f"{name} takes {len(inputs)} input tensor(s) (or all {len(params)} parameters), "
+                         f"got {len(args)}", loc=kernel.program.loc)
+    sizes: dict[str, int] = {}
+    for i, t in given.items():
+        p = params[i]
+        if not (_is_torch(t) or isinstance(t, np.ndarray)):
+            raise TilecError(f"{name}: argument {i} (`{p.name}`) must be a tensor, got {type(t).__name__}",
+                             loc=kernel.program.loc)
+        got_dtype = str(t.dtype).removeprefix("torch.")
+        if p.dtype != got_dtype:
+            raise TilecError(f"{name}: argument {i} (`{p.name}`) must be {p.dtype.name}, got {got_dtype}",
+                             loc=kernel.program.loc, hint=f"convert it with .to({p.dtype.name})")
+        shape = tuple(t.shape)
+        if len(shape) != len(p.shape):
+            raise TilecError(f"{name}: argument {i} (`{p.name}`) must have {len(p.shape)} dimensions, "
+                             f"got shape {shape}", loc=kernel.program.loc)
+        for want, got in zip(p.shape, shape):
+            if isinstance(want, Symbol):
+                if sizes.setdefault(want.name, got) != got:
+                    raise TilecError(f"{name}: size {want.name} is {sizes[want.name]} from an earlier tensor "
+                                     f"but {got} from `{p.name}`", loc=kernel.program.loc)
+            elif want != got:
+                raise TilecError(f"{name}: argument {i} (`{p.name}`) must have shape {tuple(p.shape)}, "
+                                 f"got {shape}", loc=kernel.program.loc)
+    return given, [i for i in range(len(params)) if i not in given], sizes
+
+
+def output_shape(param, sizes: dict, loc) -> tuple[int, ...]:
+    shape = []
+    for d in param.shape:
+        if isinstance(d, Symbol):
+            if d.name not in sizes:
+                raise TilecError(f"the size {d.name} of output `{param.name}` is not bound by any input", loc=loc)
+            d = sizes[d.name]
+        shape.append(d)
+    return tuple(shape)
+
+
+def launch(kernel, args: list):
+    given, missing, sizes = bind_arguments(kernel, args)
+    if kernel.target.kind != "interp":
+        return kernel._backend.launch(kernel, given, missing, sizes)
+    params = kernel.params
+    like = next((t for t in given.values() if _is_torch(t)), None)
+    arrays = [None] * len(params)
+    for i, t in given.items():
+        arrays[i] = _to_numpy(t, params[i].dtype)
+    for i in missing:
+        arrays[i] = np.zeros(output_shape(params[i], sizes, kernel.program.loc), params[i].dtype.numpy)
+    kernel._backend.run(arrays)
+    for i, t in given.items():  # torch tensors written by the kernel get the new values
+        if _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
+            t.copy_(_from_numpy(arrays[i], t))
+    outs = [arrays[i] if like is None else _from_numpy(arrays[i], like) for i in kernel.out_idx]
+    return None if not outs else outs[0] if len(outs) == 1 else outs

@@ -1,0 +1,104 @@
+"""Targets are data: the facts passes and the runtime need about a machine."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from tilec import config
+from tilec.errors import TilecError
+
+
+@dataclass(frozen=True)
+class Target:
+    """A compilation target: `Target("sm_90a")`, `Target("sm_80")`, `Target("interp")`."""
+
+    name: str
+    kind: str  # "interp", "cuda" or "hip"
+    arch: str = ""
+    warp_size: int = 32
+    smem_per_block: int = 0  # bytes of shared memory a block may use
+    has_tma: bool = False
+    has_wgmma: bool = False
+
+    def build(self, program, pass_configs: dict):
+        if self.kind == "interp":
+            return InterpBackend(program)
+        from tilec.targets.cuda_backend import CudaBackend  # the NVVM path, imported only when used
+
+        return CudaBackend(program, self, pass_configs)
+
+
+_CUDA = {
+    "sm_80": dict(smem_per_block=163 * 1024),
+    "sm_86": dict(smem_per_block=99 * 1024),
+    "sm_89": dict(smem_per_block=99 * 1024),
+    "sm_90": dict(smem_per_block=227 * 1024, has_tma=True),
+    "sm_90a": dict(smem_per_block=227 * 1024, has_tma=True, has_wgmma=True),
+}
+
+
+def gpu_visible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def _visible_arch() -> str:
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"sm_{major}{minor}"
+    return "sm_90a" if arch == "sm_90" else arch
+
+
+def resolve_target(target="auto") -> Target:
+    """The `Target` for a name: "auto", "cuda", "sm_80", "sm_90", "sm_90a", "interp" or a Target."""
+    if isinstance(target, Target):
+        return target
+    name = str(target or "auto").lower()
+    if name == "auto":
+        name = config.DEFAULT_TARGET if config.DEFAULT_TARGET not in (None, "auto") else \
+            ("cuda" if gpu_visible() else "interp")
+    if name in ("interp", "cpu", "numpy"):
+        return Target("interp", "interp")
+    if name == "cuda":
+        name = _visible_arch() if gpu_visible() else "sm_90a"
+    if name in _CUDA:
+        return Target(name, "cuda", name, **_CUDA[name])
+    if name in ("hip", "rocm", "gfx90a", "gfx942"):
+        raise TilecError(f"target {name!r} (ROCm) is not supported yet", hint="use 'cuda' or 'interp'")
+    raise TilecError(f"unknown target {target!r}", hint="use 'auto', 'cuda', 'sm_80', 'sm_90', 'sm_90a' or 'interp'")
+
+
+def print_ir(op) -> str:
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue() + "\n"
+
+
+class InterpBackend:
+    """Runs the tile IR with numpy (targets/interp)."""
+
+    def __init__(self, program):
+        self.program = program
+
+    def get_ir(self, stage: str) -> str:
+        if stage != "tile":
+            raise TilecError(f"the interpreter target has only the 'tile' IR stage, not {stage!r}")
+        return print_ir(self.program.module)
+
+    def kernel_source(self) -> str:
+        return self.get_ir("tile")
+
+    def launch_description(self) -> str:
+        return "numpy interpreter: one block at a time, tiles as arrays"
+
+    def run(self, arrays: list) -> None:
+        from tilec.targets.interp import run
+
+        run(self.program.module, arrays, func_name=self.program.name)
