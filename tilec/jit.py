@@ -151,24 +151,38 @@ class JITFunction:
                                            self.pass_configs)
         return self._kernels[key]
 
-    # eager ----------------------------------------------------------------
-    def compile(self, **kwargs) -> JITKernel:
-        """Builds an eager kernel for explicit `T.const` sizes and compile-time arguments."""
+    def build_program(self, **kwargs) -> KernelProgram:
+        """The tile IR program for these arguments, without building code for a target."""
         if not self._eager:
-            return self._lazy(**kwargs)
+            prim = self.fn(**kwargs)
+            if not isinstance(prim, PrimFunc):
+                raise TilecError(f"@tilec.jit factory {self.fn.__name__} must return a T.prim_func",
+                                 loc=_def_loc(self.fn))
+            return build_prim_func(prim, self.out_idx)
+        spec, consts = self._split_eager_kwargs(kwargs)
+        return build_eager(self.fn, spec, consts)
+
+    def _split_eager_kwargs(self, kwargs: dict) -> tuple[dict, dict]:
         sig = inspect.signature(self.fn)
         spec = {k: v for k, v in kwargs.items() if k in sig.parameters and k not in self._tensor_params}
         consts = {k: v for k, v in kwargs.items() if k not in spec}
-        return self._eager_kernel(spec, consts)
-
-    def _eager_kernel(self, spec: dict, consts: dict) -> JITKernel:
-        sig = inspect.signature(self.fn)
         for name, p in sig.parameters.items():
             if name not in self._tensor_params and name not in spec:
                 if p.default is inspect.Parameter.empty:
                     raise TilecError(f"{self.fn.__name__}: compile-time argument `{name}` is missing",
                                      loc=_def_loc(self.fn))
                 spec[name] = p.default
+        return spec, consts
+
+    # eager ----------------------------------------------------------------
+    def compile(self, **kwargs) -> JITKernel:
+        """Builds an eager kernel for explicit `T.const` sizes and compile-time arguments."""
+        if not self._eager:
+            return self._lazy(**kwargs)
+        return self._eager_kernel(*self._split_eager_kwargs(kwargs))
+
+    def _eager_kernel(self, spec: dict, consts: dict) -> JITKernel:
+        spec, _ = self._split_eager_kwargs(spec)
         key = (self._key(spec), self._key(consts))
         if key not in self._kernels:
             self._kernels[key] = JITKernel(build_eager(self.fn, spec, consts), resolve_target(self.target),
