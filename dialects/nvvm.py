@@ -1,0 +1,532 @@
+"""tilec's subset of MLIR's NVVM dialect: the NVIDIA-specific ops of thread-level IR.
+
+Upstream documentation: https://mlir.llvm.org/docs/Dialects/NVVMDialect/
+
+Op names, operand order and attribute spellings follow upstream so that the generic form of
+tilec's thread-level IR is accepted by `mlir-opt`. Pointer operands are `!llvm.ptr<AS>` as
+upstream (3 = shared, 1 = global); thread-level IR gets the base pointer of a memref with
+`builtin.unrealized_conversion_cast %m : memref<…> to !llvm.ptr<AS>` (see
+`targets/nvptx/translate.py`). Only what tilec emits is defined; wgmma and TMA go through
+`llvm.inline_asm`. Deviations from upstream are commented where they happen.
+
+```mlir
+%v = "nvvm.shfl.sync"(%mask, %x, %off, %clamp) <{kind = #nvvm<shfl_kind bfly>}>
+    : (i32, f32, i32, i32) -> f32
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    I32,
+    IntAttr,
+    IntegerAttr,
+    UnitAttr,
+    VectorType,
+    f16,
+    f32,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.dialects.llvm import LLVMPointerType, LLVMStructType
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+SHARED, GLOBAL = 3, 1
+
+
+def _check_ptr(op: Operation, value: SSAValue, space: int, what: str) -> None:
+    ty = value.type
+    if not isinstance(ty, LLVMPointerType) or not isinstance(ty.addr_space, IntAttr):
+        raise VerifyException(f"{op.name}: {what} must be !llvm.ptr<{space}>, got {ty}")
+    if ty.addr_space.data != space:
+        raise VerifyException(f"{op.name}: {what} must be !llvm.ptr<{space}>, got {ty}")
+
+
+def _check_struct(
+    op: Operation, ty: Attribute, elems: Sequence[Attribute], what: str
+) -> None:
+    expected = elems[0] if len(elems) == 1 else LLVMStructType.from_type_list(elems)
+    if ty != expected:
+        raise VerifyException(f"{op.name}: {what} must be {expected}, got {ty}")
+
+
+# --------------------------------------------------------------------------------- attributes
+
+
+class _AngleEnum:
+    """Mixin for `#nvvm.<name><value>` enum spellings (xDSL's default has no brackets)."""
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser):
+        with parser.in_angle_brackets():
+            text = parser.parse_identifier()
+        if text not in set(cls.enum_type):
+            parser.raise_error(f"{cls.name}: unknown value `{text}`")
+        return cls.enum_type(text)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+
+class ShflKind(StrEnum):
+    BFLY = "bfly"
+    UP = "up"
+    DOWN = "down"
+    IDX = "idx"
+
+
+@irdl_attr_definition
+class ShflKindAttr(EnumAttribute[ShflKind], SpacedOpaqueSyntaxAttribute):
+    """`#nvvm<shfl_kind bfly>`"""
+
+    name = "nvvm.shfl_kind"
+
+
+class ReduxKind(StrEnum):
+    ADD = "add"
+    AND = "and"
+    MAX = "max"
+    MIN = "min"
+    OR = "or"
+    UMAX = "umax"
+    UMIN = "umin"
+    XOR = "xor"
+
+
+@irdl_attr_definition
+class ReduxKindAttr(EnumAttribute[ReduxKind], SpacedOpaqueSyntaxAttribute):
+    """`#nvvm<redux_kind add>`"""
+
+    name = "nvvm.redux_kind"
+
+
+class ProxyKind(StrEnum):
+    ALIAS = "alias"
+    ASYNC = "async"
+    ASYNC_GLOBAL = "async.global"
+    ASYNC_SHARED = "async.shared"
+    TENSORMAP = "tensormap"
+    GENERIC = "generic"
+
+
+@irdl_attr_definition
+class ProxyKindAttr(_AngleEnum, EnumAttribute[ProxyKind]):
+    """`#nvvm.proxy_kind<async.shared>`"""
+
+    name = "nvvm.proxy_kind"
+
+
+class SharedSpace(StrEnum):
+    CTA = "cta"
+    CLUSTER = "cluster"
+
+
+@irdl_attr_definition
+class SharedSpaceAttr(_AngleEnum, EnumAttribute[SharedSpace]):
+    """`#nvvm.shared_space<cta>`"""
+
+    name = "nvvm.shared_space"
+
+
+class LoadCacheModifier(StrEnum):
+    CA = "ca"
+    CG = "cg"
+    CS = "cs"
+    LU = "lu"
+    CV = "cv"
+
+
+@irdl_attr_definition
+class LoadCacheModifierAttr(_AngleEnum, EnumAttribute[LoadCacheModifier]):
+    """`#nvvm.load_cache_modifier<cg>`"""
+
+    name = "nvvm.load_cache_modifier"
+
+
+class MMALayout(StrEnum):
+    ROW = "row"
+    COL = "col"
+
+
+@irdl_attr_definition
+class MMALayoutAttr(_AngleEnum, EnumAttribute[MMALayout]):
+    """`#nvvm.mma_layout<row>`"""
+
+    name = "nvvm.mma_layout"
+
+
+class MMAType(StrEnum):
+    F16 = "f16"
+    BF16 = "bf16"
+    F32 = "f32"
+    TF32 = "tf32"
+
+
+@irdl_attr_definition
+class MMATypeAttr(_AngleEnum, EnumAttribute[MMAType]):
+    """`#nvvm.mma_type<bf16>`"""
+
+    name = "nvvm.mma_type"
+
+
+@irdl_attr_definition
+class MMAShapeAttr(ParametrizedAttribute):
+    """`#nvvm.shape<m = 16, n = 8, k = 16>`"""
+
+    name = "nvvm.shape"
+    m: IntAttr
+    n: IntAttr
+    k: IntAttr
+
+    def __init__(self, m: int, n: int, k: int):
+        super().__init__(IntAttr(m), IntAttr(n), IntAttr(k))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[IntAttr]:
+        values = []
+        with parser.in_angle_brackets():
+            for i, key in enumerate("mnk"):
+                if i:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(key)
+                parser.parse_punctuation("=")
+                values.append(IntAttr(parser.parse_integer()))
+        return values
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            f"<m = {self.m.data}, n = {self.n.data}, k = {self.k.data}>"
+        )
+
+
+# ----------------------------------------------------------------------- special registers
+
+
+class _SregOp(IRDLOperation):
+    """Reads one PTX special register (`%tid.x`, `%laneid`, …) as i32."""
+
+    res = result_def(i32)
+    assembly_format = "attr-dict `:` type($res)"
+
+    def __init__(self):
+        super().__init__(result_types=[i32])
+
+
+def _sreg(register: str) -> type[_SregOp]:
+    name = f"nvvm.read.ptx.sreg.{register}"
+    cls = type(f"Sreg_{register.replace('.', '_')}Op", (_SregOp,), {"name": name})
+    return irdl_op_definition(cls)
+
+
+SREG_OPS: dict[str, type[_SregOp]] = {
+    reg: _sreg(reg)
+    for reg in [f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"]
+    + ["laneid", "warpid", "nwarpid", "smid"]
+}
+
+
+# ---------------------------------------------------------------------- warp-level ops
+
+
+@irdl_op_definition
+class ShflSyncOp(IRDLOperation):
+    """`shfl.sync.<kind>.b32`: exchange `val` within the warp.
+
+    With `return_value_and_is_valid` the result is `!llvm.struct<(T, i1)>`.
+    """
+
+    name = "nvvm.shfl.sync"
+    thread_mask = operand_def(i32)
+    val = operand_def()
+    offset = operand_def(i32)
+    mask_and_clamp = operand_def(i32)
+    kind = prop_def(ShflKindAttr)
+    return_value_and_is_valid = opt_prop_def(UnitAttr)
+    res = result_def()
+
+    def verify_(self) -> None:
+        ty = self.val.type
+        if ty not in (i32, f32):
+            raise VerifyException(f"{self.name}: val must be i32 or f32, got {ty}")
+        elems = [ty, i1] if self.return_value_and_is_valid else [ty]
+        _check_struct(self, self.res.type, elems, "result")
+
+
+@irdl_op_definition
+class ReduxSyncOp(IRDLOperation):
+    """`redux.sync.<kind>.{s32,u32,b32}` (sm_80+): warp reduction of an i32."""
+
+    name = "nvvm.redux.sync"
+    val = operand_def(i32)
+    mask_and_clamp = operand_def(i32)
+    kind = prop_def(ReduxKindAttr)
+    res = result_def(i32)
+
+
+@irdl_op_definition
+class VoteBallotOp(IRDLOperation):
+    """`vote.sync.ballot.b32`: bit i of the result is lane i's predicate."""
+
+    name = "nvvm.vote.ballot.sync"
+    mask = operand_def(i32)
+    pred = operand_def(i1)
+    res = result_def(i32)
+
+
+# --------------------------------------------------------------------------- barriers
+
+
+@irdl_op_definition
+class Barrier0Op(IRDLOperation):
+    """`bar.sync 0`: block-wide barrier (`__syncthreads`)."""
+
+    name = "nvvm.barrier0"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class BarWarpSyncOp(IRDLOperation):
+    """`bar.warp.sync mask`."""
+
+    name = "nvvm.bar.warp.sync"
+    mask = operand_def(i32)
+
+
+@irdl_op_definition
+class FenceProxyOp(IRDLOperation):
+    """`fence.proxy.<kind>[::space]` (sm_90): orders generic- and async-proxy accesses."""
+
+    name = "nvvm.fence.proxy"
+    kind = prop_def(ProxyKindAttr)
+    space = opt_prop_def(SharedSpaceAttr)
+
+    def verify_(self) -> None:
+        needs_space = self.kind.data == ProxyKind.ASYNC_SHARED
+        if needs_space != (self.space is not None):
+            raise VerifyException(
+                f"{self.name}: 'space' is required exactly for async.shared"
+            )
+
+
+# ------------------------------------------------------------------------- async copies
+
+
+@irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """`cp.async.{ca,cg}.shared.global [dst], [src], size{, cpSize}` (sm_80+).
+
+    `cpSize` < `size` zero-fills the rest of the destination.
+    """
+
+    name = "nvvm.cp.async.shared.global"
+    dst = operand_def(LLVMPointerType)
+    src = operand_def(LLVMPointerType)
+    cpSize = opt_operand_def(i32)
+    size = prop_def(IntegerAttr[I32])
+    modifier = prop_def(LoadCacheModifierAttr)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.dst, SHARED, "dst")
+        _check_ptr(self, self.src, GLOBAL, "src")
+        size = self.size.value.data
+        if size not in (4, 8, 16):
+            raise VerifyException(f"{self.name}: size must be 4, 8 or 16, got {size}")
+        if self.modifier.data == LoadCacheModifier.CG and size != 16:
+            raise VerifyException(
+                f"{self.name}: the cg modifier needs size 16, got {size}"
+            )
+        if self.modifier.data not in (LoadCacheModifier.CA, LoadCacheModifier.CG):
+            raise VerifyException(f"{self.name}: modifier must be ca or cg")
+
+
+@irdl_op_definition
+class CpAsyncCommitGroupOp(IRDLOperation):
+    name = "nvvm.cp.async.commit.group"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class CpAsyncWaitGroupOp(IRDLOperation):
+    """`cp.async.wait_group n`: wait until at most `n` committed groups are pending."""
+
+    name = "nvvm.cp.async.wait.group"
+    n = prop_def(IntegerAttr[I32])
+
+
+# ------------------------------------------------------------------------- tensor cores
+
+
+@irdl_op_definition
+class LdMatrixOp(IRDLOperation):
+    """`ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`; `layout = col` is `.trans`."""
+
+    name = "nvvm.ldmatrix"
+    ptr = operand_def(LLVMPointerType)
+    num = prop_def(IntegerAttr[I32])
+    layout = prop_def(MMALayoutAttr)
+    res = result_def()
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.ptr, SHARED, "ptr")
+        num = self.num.value.data
+        if num not in (1, 2, 4):
+            raise VerifyException(f"{self.name}: num must be 1, 2 or 4, got {num}")
+        _check_struct(self, self.res.type, [i32] * num, "result")
+
+
+@irdl_op_definition
+class MmaSyncOp(IRDLOperation):
+    """`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`.
+
+    Only the m16n8k16 f32-accumulator shape tilec selects is supported: A is 4 registers,
+    B 2, C 4 f32; f16 operands are `vector<2xf16>`, bf16 operands are i32 with
+    `multiplicandAPtxType = #nvvm.mma_type<bf16>` (as upstream).
+    """
+
+    name = "nvvm.mma.sync"
+    operandA = var_operand_def()
+    operandB = var_operand_def()
+    operandC = var_operand_def()
+    shape = prop_def(MMAShapeAttr)
+    layoutA = prop_def(MMALayoutAttr)
+    layoutB = prop_def(MMALayoutAttr)
+    multiplicandAPtxType = opt_prop_def(MMATypeAttr)
+    multiplicandBPtxType = opt_prop_def(MMATypeAttr)
+    res = result_def(LLVMStructType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @property
+    def element_type(self) -> MMAType:
+        if self.multiplicandAPtxType is not None:
+            return self.multiplicandAPtxType.data
+        return MMAType.BF16 if self.operandA[0].type == i32 else MMAType.F16
+
+    def verify_(self) -> None:
+        shape = (self.shape.m.data, self.shape.n.data, self.shape.k.data)
+        if shape != (16, 8, 16):
+            raise VerifyException(
+                f"{self.name}: only m16n8k16 is supported, got {shape}"
+            )
+        if (self.layoutA.data, self.layoutB.data) != (MMALayout.ROW, MMALayout.COL):
+            raise VerifyException(
+                f"{self.name}: m16n8k16 needs layoutA = row, layoutB = col"
+            )
+        ab_type = {MMAType.F16: VectorType(f16, [2]), MMAType.BF16: i32}.get(
+            self.element_type
+        )
+        if ab_type is None:
+            raise VerifyException(f"{self.name}: multiplicands must be f16 or bf16")
+        for group, count, ty in (
+            (self.operandA, 4, ab_type),
+            (self.operandB, 2, ab_type),
+            (self.operandC, 4, f32),
+        ):
+            if len(group) != count or any(v.type != ty for v in group):
+                got = [str(v.type) for v in group]
+                raise VerifyException(
+                    f"{self.name}: expected {count} x {ty}, got {got}"
+                )
+        _check_struct(self, self.res.type, [f32] * 4, "result")
+
+
+# ---------------------------------------------------------------------------- mbarriers
+
+
+@irdl_op_definition
+class MBarrierInitSharedOp(IRDLOperation):
+    """`mbarrier.init.shared.b64 [addr], count` (sm_80+)."""
+
+    name = "nvvm.mbarrier.init.shared"
+    addr = operand_def(LLVMPointerType)
+    count = operand_def(i32)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.addr, SHARED, "addr")
+
+
+@irdl_op_definition
+class MBarrierArriveSharedOp(IRDLOperation):
+    """`mbarrier.arrive.shared.b64 state, [addr]`; the result is the phase token."""
+
+    name = "nvvm.mbarrier.arrive.shared"
+    addr = operand_def(LLVMPointerType)
+    res = result_def(i64)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.addr, SHARED, "addr")
+
+
+@irdl_op_definition
+class MBarrierTryWaitParitySharedOp(IRDLOperation):
+    """Block until the phase with parity `phase` of the mbarrier at `addr` completes.
+
+    As upstream, this op loops over `mbarrier.try_wait.parity` (sm_90) itself; `ticks`
+    is the suspend-time hint in nanoseconds.
+    """
+
+    name = "nvvm.mbarrier.try_wait.parity.shared"
+    addr = operand_def(LLVMPointerType)
+    phase = operand_def(i32)
+    ticks = operand_def(i32)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.addr, SHARED, "addr")
+
+
+NVVM = Dialect(
+    "nvvm",
+    [
+        *SREG_OPS.values(),
+        ShflSyncOp,
+        ReduxSyncOp,
+        VoteBallotOp,
+        Barrier0Op,
+        BarWarpSyncOp,
+        FenceProxyOp,
+        CpAsyncOp,
+        CpAsyncCommitGroupOp,
+        CpAsyncWaitGroupOp,
+        LdMatrixOp,
+        MmaSyncOp,
+        MBarrierInitSharedOp,
+        MBarrierArriveSharedOp,
+        MBarrierTryWaitParitySharedOp,
+    ],
+    [
+        ShflKindAttr,
+        ReduxKindAttr,
+        ProxyKindAttr,
+        SharedSpaceAttr,
+        LoadCacheModifierAttr,
+        MMALayoutAttr,
+        MMATypeAttr,
+        MMAShapeAttr,
+    ],
+)

@@ -1,0 +1,400 @@
+"""Thread-level IR (xDSL `builtin.module`) → LLVM IR (`llvmlite.ir.Module`) for NVPTX.
+
+This module owns the translation framework: types, functions, globals, structured control
+flow and the op dispatch table. Per-op translations live in `translate_ops.py` (arith,
+memref, vector, gpu, func, llvm), `translate_scf.py`, `translate_math.py` (math) and
+`translate_nvvm.py` (nvvm); each registers itself in `LOWERINGS` with `@lowers(OpClass)`.
+
+IR conventions (what the tile → thread lowering must produce):
+
+- A `func.func` with the unit attribute `nvvm.kernel` is a kernel (`ptx_kernel` calling
+  convention → `.entry`); `nvvm.maxntid`/`nvvm.reqntid` (`array<i32: x, y, z>`),
+  `nvvm.minctasm` and `nvvm.maxnreg` (i32) become `!nvvm.annotations`. Other functions are
+  device functions (`func.call`); private ones get internal linkage.
+- Memrefs are lowered to a bare pointer to their first element: identity layout only,
+  static shapes or 1-D dynamic `memref<?xT>`. Memory space: absent or 1 → addrspace(1)
+  (global), 3 → addrspace(3) (shared), `#gpu.address_space<…>` likewise; `memref.alloca`
+  gives a generic (addrspace 0) pointer that LLVM promotes to registers when indexed with
+  constants. Kernel memref arguments are `noalias align 16`: buffers must not overlap.
+- Shared memory is a `memref.global` in space 3: with `initial_value` (`uninitialized`) it
+  is a static `addrspace(3)` global (alignment attribute, default 16). A shared global of
+  size 0 (`memref<0xi8, 3>`) is the dynamic shared memory: an `external` `[0 x i8]` global
+  aligned 128 (or its `alignment`), carved up with `memref.view` (byte shift + sizes).
+- `index` lowers to i64, or i32 with `index_bitwidth=32`. Loop and address arithmetic
+  keep the `nsw`/`nuw` flags that `arith` ops carry; GEPs on memrefs are `inbounds`.
+- `vector.load`/`vector.store` are assumed aligned to the vector's byte size (capped at
+  16), so a 16-byte vector becomes `ld.global.v4.b32`; an `alignment` attribute overrides.
+- `builtin.unrealized_conversion_cast %m : memref<…> to !llvm.ptr<AS>` is the memref's base
+  pointer: that is how nvvm ops, which take `!llvm.ptr` as upstream, address memrefs.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llvmlite import ir
+from llvmlite.ir.types import _BaseFloatType
+from xdsl.dialects import builtin, func, memref, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    VectorType,
+)
+from xdsl.dialects.llvm import (
+    LLVMArrayType,
+    LLVMPointerType,
+    LLVMStructType,
+    LLVMVoidType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+__all__ = [
+    "LOWERINGS",
+    "TranslateOptions",
+    "TranslationError",
+    "lowers",
+    "translate_module",
+]
+
+TRIPLE = "nvptx64-nvidia-cuda"
+GLOBAL_SPACE, SHARED_SPACE = 1, 3
+_GPU_SPACES = {"global": 1, "workgroup": 3, "private": 0}
+
+
+class TranslationError(RuntimeError):
+    """An op or type the NVPTX translation does not support, named with its location."""
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """`index_bitwidth`: width of `index`; `fast_math`: use the approximate NVVM math
+    everywhere, as if every math op carried `fastmath<afn>`."""
+
+    index_bitwidth: int = 64
+    fast_math: bool = False
+
+
+# ------------------------------------------------------------------------------ bfloat
+
+
+class BFloatType(_BaseFloatType):
+    """LLVM's `bfloat`, which llvmlite.ir lacks; constants print as `0xRXXXX`."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value: float) -> str:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+        return f"0xR{bits:04X}"
+
+
+BFloatType._create_instance()
+
+
+# ------------------------------------------------------------------------ dispatch table
+
+Lowering = Callable[["FunctionTranslator", Any], None]
+LOWERINGS: dict[type[Operation], Lowering] = {}
+
+
+def lowers(*op_types: type[Operation]) -> Callable[[Lowering], Lowering]:
+    """Register a translation for each op class (one table, keyed by class)."""
+
+    def register(fn: Lowering) -> Lowering:
+        for op_type in op_types:
+            LOWERINGS[op_type] = fn
+        return fn
+
+    return register
+
+
+def error(op: Operation, msg: str) -> TranslationError:
+    loc = getattr(op, "location", None)
+    where = f"{loc}: " if loc is not None and "unknown" not in str(loc).lower() else ""
+    return TranslationError(f"{where}{op.name}: {msg}")
+
+
+# ----------------------------------------------------------------------------- types
+
+
+def memory_space(ty: MemRefType) -> int:
+    space = ty.memory_space
+    if isinstance(space, NoneAttr):
+        return GLOBAL_SPACE
+    if isinstance(space, IntegerAttr):
+        return space.value.data
+    value = getattr(space, "data", None)  # #gpu.address_space<workgroup>
+    name = getattr(value, "value", str(value))
+    if name in _GPU_SPACES:
+        return _GPU_SPACES[name]
+    raise TranslationError(f"unsupported memref memory space {space}")
+
+
+class TypeConverter:
+    def __init__(self, options: TranslateOptions):
+        self.index = ir.IntType(options.index_bitwidth)
+
+    def __call__(self, ty: Attribute) -> ir.Type:
+        match ty:
+            case IndexType():
+                return self.index
+            case IntegerType():
+                return ir.IntType(ty.width.data)
+            case Float16Type():
+                return ir.HalfType()
+            case BFloat16Type():
+                return BFloatType()
+            case Float32Type():
+                return ir.FloatType()
+            case Float64Type():
+                return ir.DoubleType()
+            case VectorType():
+                if ty.get_num_dims() != 1 or ty.get_num_scalable_dims():
+                    raise TranslationError(
+                        f"only 1-D fixed vectors are supported, got {ty}"
+                    )
+                return ir.VectorType(self(ty.element_type), ty.get_shape()[0])
+            case MemRefType():
+                return ir.PointerType(addrspace=memory_space(ty))
+            case LLVMPointerType():
+                space = ty.addr_space
+                return ir.PointerType(
+                    addrspace=space.data if isinstance(space, IntAttr) else 0
+                )
+            case LLVMStructType():
+                return ir.LiteralStructType([self(t) for t in ty.types])
+            case LLVMArrayType():
+                return ir.ArrayType(self(ty.type), ty.size.data)
+            case LLVMVoidType():
+                return ir.VoidType()
+        raise TranslationError(f"unsupported type {ty}")
+
+    def element(self, ty: MemRefType) -> ir.Type:
+        return self(ty.element_type)
+
+
+# -------------------------------------------------------------------------- functions
+
+
+class FunctionTranslator:
+    """Translates one function body; `values` maps SSA values to LLVM values."""
+
+    def __init__(
+        self, mt: ModuleTranslator, fn: ir.Function, options: TranslateOptions
+    ):
+        self.mt, self.fn, self.options = mt, fn, options
+        self.types = mt.types
+        self.values: dict[SSAValue, ir.Value] = {}
+        self.entry = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+
+    # values ------------------------------------------------------------------------
+    def get(self, value: SSAValue) -> ir.Value:
+        return self.values[value]
+
+    def operands(self, op: Operation) -> list[ir.Value]:
+        return [self.values[v] for v in op.operands]
+
+    def set(self, op: Operation, *results: ir.Value) -> None:
+        for res, value in zip(op.results, results, strict=True):
+            self.values[res] = value
+
+    def index(self, value: int) -> ir.Constant:
+        return ir.Constant(self.types.index, value)
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        return self.mt.declare(name, ir.FunctionType(ret, args))
+
+    def call(self, name: str, ret: ir.Type, args: list[ir.Value], **kw) -> ir.Value:
+        return self.b.call(
+            self.intrinsic(name, ret, [a.type for a in args]), args, **kw
+        )
+
+    def alloca(self, ty: ir.Type, align: int) -> ir.Value:
+        """An alloca in the entry block, where SROA/mem2reg can promote it."""
+        with self.b.goto_block(self.entry):
+            if self.entry.instructions:
+                self.b.position_before(self.entry.instructions[0])
+            ptr = self.b.alloca(ty)
+            ptr.align = align
+        ptr.type = (
+            ir.PointerType()
+        )  # llvmlite types it `[N x T]*`; we use opaque pointers
+        return ptr
+
+    # blocks --------------------------------------------------------------------------
+    def translate_ops(self, block: Block) -> Operation | None:
+        """Translate all ops but a terminator that structured control flow consumes
+        (`scf.yield`, `scf.condition`); return that terminator."""
+        for op in block.ops:
+            if isinstance(op, (scf.YieldOp, scf.ConditionOp)):
+                return op
+            lowering = LOWERINGS.get(type(op))
+            if lowering is None:
+                raise error(op, "no NVPTX translation for this op")
+            lowering(self, op)
+        return None
+
+    def translate_region(self, region: Region, args: list[ir.Value]) -> list[ir.Value]:
+        """Inline a single-block region at the builder; return the yielded values."""
+        block = region.block
+        for arg, value in zip(block.args, args, strict=True):
+            self.values[arg] = value
+        term = self.translate_ops(block)
+        return [self.values[v] for v in term.operands] if term is not None else []
+
+
+# ---------------------------------------------------------------------------- modules
+
+_ANNOTATIONS = {"nvvm.maxntid": "maxntid", "nvvm.reqntid": "reqntid"}
+_SCALAR_ANNOTATIONS = {"nvvm.minctasm": "minctasm", "nvvm.maxnreg": "maxnreg"}
+
+
+class ModuleTranslator:
+    def __init__(self, options: TranslateOptions):
+        self.options = options
+        self.types = TypeConverter(options)
+        self.module = ir.Module(name="tilec")
+        self.module.triple = TRIPLE
+        self.functions: dict[str, ir.Function] = {}
+        self.globals: dict[str, ir.GlobalVariable] = {}
+
+    def declare(self, name: str, fnty: ir.FunctionType) -> ir.Function:
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            return existing
+        return ir.Function(self.module, fnty, name)
+
+    def translate(self, module: ModuleOp) -> ir.Module:
+        funcs = []
+        for op in module.ops:
+            if isinstance(op, memref.GlobalOp):
+                self._global(op)
+            elif isinstance(op, func.FuncOp):
+                funcs.append((op, self._declare_function(op)))
+            else:
+                raise error(op, "unexpected op at module level")
+        for op, fn in funcs:
+            if op.body.blocks:
+                self._define_function(op, fn)
+        return self.module
+
+    def _global(self, op: memref.GlobalOp) -> None:
+        ty: MemRefType = op.type
+        name = op.sym_name.data
+        elem = self.types.element(ty)
+        count = 1
+        for dim in ty.get_shape():
+            count *= max(dim, 0)
+        space = memory_space(ty)
+        gv = ir.GlobalVariable(self.module, ir.ArrayType(elem, count), name, space)
+        gv.type = ir.PointerType(
+            addrspace=space
+        )  # llvmlite types it `[N x T]*`; use opaque
+        align = op.alignment.value.data if op.alignment is not None else None
+        if space == SHARED_SPACE and count == 0:  # dynamic shared memory
+            gv.linkage = "external"
+            gv.align = align or 128
+        else:
+            gv.align = align or 16
+            init = op.initial_value
+            if isinstance(init, builtin.DenseIntOrFPElementsAttr):
+                gv.initializer = ir.Constant(gv.value_type, list(init.get_values()))
+            else:
+                gv.initializer = ir.Constant(gv.value_type, ir.Undefined)
+            gv.linkage = "internal" if op.sym_visibility.data == "private" else ""
+            gv.global_constant = op.constant is not None
+        self.globals[name] = gv
+
+    def _declare_function(self, op: func.FuncOp) -> ir.Function:
+        name = op.sym_name.data
+        fnty = op.function_type
+        results = [self.types(t) for t in fnty.outputs]
+        if len(results) > 1:
+            ret: ir.Type = ir.LiteralStructType(results)
+        else:
+            ret = results[0] if results else ir.VoidType()
+        fn = ir.Function(
+            self.module,
+            ir.FunctionType(ret, [self.types(t) for t in fnty.inputs]),
+            name,
+        )
+        self.functions[name] = fn
+        is_kernel = "nvvm.kernel" in op.attributes
+        if is_kernel:
+            fn.calling_convention = "ptx_kernel"
+            self._annotate(op, fn)
+        elif (
+            op.sym_visibility is not None
+            and op.sym_visibility.data == "private"
+            and op.body.blocks
+        ):
+            fn.linkage = "internal"
+        for arg, ty in zip(fn.args, fnty.inputs):
+            if isinstance(ty, MemRefType) and is_kernel:
+                arg.add_attribute("noalias")
+                arg.attributes.align = 16
+        return fn
+
+    def _annotate(self, op: func.FuncOp, fn: ir.Function) -> None:
+        ann = self.module.add_named_metadata("nvvm.annotations")  # get-or-create
+        i32 = ir.IntType(32)
+
+        def add(key: str, value: int) -> None:
+            ann.add(
+                self.module.add_metadata(
+                    [fn, ir.MetaDataString(self.module, key), i32(value)]
+                )
+            )
+
+        for attr, key in _ANNOTATIONS.items():
+            if (dims := op.attributes.get(attr)) is not None:
+                if not isinstance(dims, DenseArrayBase):
+                    raise error(op, f"{attr} must be array<i32: x, y, z>")
+                values = dims.get_values()
+                for axis, value in zip("xyz", values):
+                    add(key + axis, value)
+        for attr, key in _SCALAR_ANNOTATIONS.items():
+            if isinstance(value := op.attributes.get(attr), IntegerAttr):
+                add(key, value.value.data)
+
+    def _define_function(self, op: func.FuncOp, fn: ir.Function) -> None:
+        ft = FunctionTranslator(self, fn, self.options)
+        blocks = op.body.blocks
+        if len(blocks) != 1:
+            raise error(op, "functions must have one block (use scf for control flow)")
+        for arg, value in zip(blocks[0].args, fn.args):
+            ft.values[arg] = value
+        if ft.translate_ops(blocks[0]) is not None:
+            raise error(op, "unexpected scf terminator in a function body")
+
+
+def translate_module(
+    module: ModuleOp, options: TranslateOptions | None = None
+) -> ir.Module:
+    """Translate a verified thread-level module to an llvmlite IR module."""
+    from . import (  # noqa: F401  (importing registers the lowerings)
+        translate_math,
+        translate_nvvm,
+        translate_ops,
+        translate_scf,
+    )
+
+    return ModuleTranslator(options or TranslateOptions()).translate(module)

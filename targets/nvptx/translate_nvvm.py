@@ -1,0 +1,133 @@
+"""NVPTX translations of tilec's `nvvm` dialect (`dialects/nvvm.py`): each op becomes the
+LLVM NVVM intrinsic of the same name (checked against LLVM 22 in llvmlite 0.50)."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from tilec.dialects import nvvm
+
+from .translate import FunctionTranslator as T
+from .translate import lowers
+
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+VOID = ir.VoidType()
+
+
+def _sreg(t: T, op) -> None:
+    t.set(
+        op, t.call(f"llvm.{op.name}", I32, [])
+    )  # nvvm.read.ptx.sreg.tid.x → llvm.nvvm…
+
+
+for _op in nvvm.SREG_OPS.values():
+    lowers(_op)(_sreg)
+
+
+@lowers(nvvm.ShflSyncOp)
+def _shfl(t: T, op: nvvm.ShflSyncOp) -> None:
+    mask, val, offset, clamp = t.operands(op)
+    suffix = "f32" if isinstance(val.type, ir.FloatType) else "i32"
+    name = f"llvm.nvvm.shfl.sync.{op.kind.data.value}.{suffix}"
+    if op.return_value_and_is_valid is None:
+        t.set(op, t.call(name, val.type, [mask, val, offset, clamp]))
+    else:
+        t.set(
+            op,
+            t.call(
+                name + "p",
+                ir.LiteralStructType([val.type, I1]),
+                [mask, val, offset, clamp],
+            ),
+        )
+
+
+@lowers(nvvm.ReduxSyncOp)
+def _redux(t: T, op: nvvm.ReduxSyncOp) -> None:
+    t.set(op, t.call(f"llvm.nvvm.redux.sync.{op.kind.data.value}", I32, t.operands(op)))
+
+
+@lowers(nvvm.VoteBallotOp)
+def _ballot(t: T, op: nvvm.VoteBallotOp) -> None:
+    t.set(op, t.call("llvm.nvvm.vote.ballot.sync", I32, t.operands(op)))
+
+
+@lowers(nvvm.Barrier0Op)
+def _barrier0(t: T, op: nvvm.Barrier0Op) -> None:
+    t.call("llvm.nvvm.barrier0", VOID, [])
+
+
+@lowers(nvvm.BarWarpSyncOp)
+def _bar_warp_sync(t: T, op: nvvm.BarWarpSyncOp) -> None:
+    t.call("llvm.nvvm.bar.warp.sync", VOID, t.operands(op))
+
+
+@lowers(nvvm.FenceProxyOp)
+def _fence_proxy(t: T, op: nvvm.FenceProxyOp) -> None:
+    name = "llvm.nvvm.fence.proxy." + op.kind.data.value.replace(".", "_")
+    if (
+        op.space is not None
+    ):  # async.shared::cta → llvm.nvvm.fence.proxy.async_shared_cta
+        name = f"llvm.nvvm.fence.proxy.async.shared_{op.space.data.value}"
+    t.call(name, VOID, [])
+
+
+@lowers(nvvm.CpAsyncOp)
+def _cp_async(t: T, op: nvvm.CpAsyncOp) -> None:
+    name = f"llvm.nvvm.cp.async.{op.modifier.data.value}.shared.global.{op.size.value.data}"
+    args = t.operands(op)
+    t.call(name + (".s" if op.cpSize is not None else ""), VOID, args)
+
+
+@lowers(nvvm.CpAsyncCommitGroupOp)
+def _cp_async_commit(t: T, op) -> None:
+    t.call("llvm.nvvm.cp.async.commit.group", VOID, [])
+
+
+@lowers(nvvm.CpAsyncWaitGroupOp)
+def _cp_async_wait(t: T, op: nvvm.CpAsyncWaitGroupOp) -> None:
+    t.call("llvm.nvvm.cp.async.wait.group", VOID, [I32(op.n.value.data)])
+
+
+@lowers(nvvm.LdMatrixOp)
+def _ldmatrix(t: T, op: nvvm.LdMatrixOp) -> None:
+    num = op.num.value.data
+    trans = ".trans" if op.layout.data == nvvm.MMALayout.COL else ""
+    ret = I32 if num == 1 else ir.LiteralStructType([I32] * num)
+    name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{num}{trans}.b16.p3"
+    t.set(op, t.call(name, ret, t.operands(op)))
+
+
+@lowers(nvvm.MmaSyncOp)
+def _mma(t: T, op: nvvm.MmaSyncOp) -> None:
+    # f16 inputs: the intrinsic is named by the D and C types; bf16 by the input type.
+    suffix = "bf16" if op.element_type == nvvm.MMAType.BF16 else "f32.f32"
+    name = f"llvm.nvvm.mma.m16n8k16.row.col.{suffix}"
+    t.set(op, t.call(name, ir.LiteralStructType([ir.FloatType()] * 4), t.operands(op)))
+
+
+@lowers(nvvm.MBarrierInitSharedOp)
+def _mbarrier_init(t: T, op) -> None:
+    t.call("llvm.nvvm.mbarrier.init.shared", VOID, t.operands(op))
+
+
+@lowers(nvvm.MBarrierArriveSharedOp)
+def _mbarrier_arrive(t: T, op) -> None:
+    t.set(op, t.call("llvm.nvvm.mbarrier.arrive.shared", I64, t.operands(op)))
+
+
+@lowers(nvvm.MBarrierTryWaitParitySharedOp)
+def _mbarrier_wait(t: T, op: nvvm.MBarrierTryWaitParitySharedOp) -> None:
+    """loop: done = try_wait.parity(addr, phase); br done, exit, loop. The suspend-time
+    hint `ticks` is dropped: LLVM 22's intrinsic has no operand for it."""
+    addr, phase, _ticks = t.operands(op)
+    loop, exit_ = (
+        t.fn.append_basic_block("mbar.wait"),
+        t.fn.append_basic_block("mbar.done"),
+    )
+    t.b.branch(loop)
+    t.b.position_at_end(loop)
+    done = t.call(
+        "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", I1, [addr, phase]
+    )
+    t.b.cbranch(done, exit_, loop)
+    t.b.position_at_end(exit_)
