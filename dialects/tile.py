@@ -157,7 +157,8 @@ class TensorType(TileLike, ParametrizedAttribute, TypeAttribute):
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
             shape, element_type = parser.parse_ranked_shape()
-        return [ArrayAttr([IntAttr(d) for d in shape]), element_type]
+        # xDSL parses `?` as -2**63; tilec spells a dynamic size DYNAMIC (-1)
+        return [ArrayAttr([IntAttr(DYNAMIC if d < 0 else d) for d in shape]), element_type]
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():

@@ -1,0 +1,183 @@
+"""User-facing errors of the interpreter: located TilecErrors, never raw numpy exceptions."""
+
+import numpy as np
+import pytest
+from _interp_util import parse, run_text
+from tilec.targets.interp import run
+
+from tilec.errors import TilecError
+
+ASSERT = """
+func.func @check(%X: !tile.tensor<8xf32>) {
+  %c2 = arith.constant 2 : index
+  tile.kernel (%bx) in (%c2) threads [32, 1, 1] {
+    %zero = arith.constant 0.0 : f32
+    tile.parallel (%i) in [8] {
+      %x = tile.load %X[%i] : !tile.tensor<8xf32> -> f32
+      %ok = arith.cmpf oge, %x, %zero : f32
+      tile.device_assert %ok {msg = "x must be non-negative"} loc("k.py":3:5)
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_device_assert_failure_is_located():
+    x = np.ones(8, np.float32)
+    run_text(ASSERT, x)  # passes
+    x[5] = -1
+    with pytest.raises(TilecError, match=r"k\.py:3:5: error: device assertion failed in block \(0\): "
+                                         r"x must be non-negative"):
+        run_text(ASSERT, x)
+
+
+ARGS = """
+func.func @args(%A: !tile.tensor<4x8xf16>, %n: i32) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((np.zeros((4, 8), np.float32), 1), r"argument 0 of @args: expected dtype float16 \(f16\), got float32"),
+    ((np.zeros((4, 9), np.float16), 1), r"argument 0 of @args: expected shape \(4, 8\), got \(4, 9\)"),
+    ((np.zeros(32, np.float16), 1), r"argument 0 of @args: expected shape \(4, 8\), got \(32,\)"),
+    ((np.zeros((4, 8), np.float16), 1.5), r"argument 1 of @args: expected a scalar of type i32, got 1.5"),
+    ((np.zeros((4, 8), np.float16),), r"@args takes 2 arguments, got 1"),
+])
+def test_argument_mismatch(args, message):
+    with pytest.raises(TilecError, match=message):
+        run_text(ARGS, *args)
+
+
+def test_dynamic_dims_bind_from_the_array():
+    # `?` does not parse in the tile dialect yet (xDSL's parser yields -2**63, the dialect
+    # expects -1), so the parameter types are made dynamic after parsing: the interpreter
+    # checks arguments against the function type.
+    from tilec.dialects.tile import DYNAMIC, TensorType
+    from xdsl.dialects.builtin import Float32Type, FunctionType
+
+    module = parse(COPY_DYN)
+    fn = next(op for op in module.walk() if op.name == "func.func")
+    dyn = TensorType([DYNAMIC], Float32Type())
+    fn.function_type = FunctionType.from_lists([dyn, dyn], [])
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    run(module, [x, y])
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(TilecError, match=r"expected shape \(\?\), got \(2, 5\)"):
+        run(module, [x.reshape(2, 5), y])
+
+
+COPY_DYN = """
+func.func @copy_dyn(%X: !tile.tensor<10xf32>, %Y: !tile.tensor<10xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %n = tile.dim %X {dim = 0 : i64} : !tile.tensor<10xf32>
+    tile.parallel (%i) in [16] {
+      %ok = arith.cmpi slt, %i, %n : index
+      scf.if %ok {
+        %x = tile.load %X[%i] : !tile.tensor<10xf32> -> f32
+        tile.store %x, %Y[%i] : f32, !tile.tensor<10xf32>
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_thread_id_is_unsupported():
+    text = """
+func.func @tid(%X: !tile.tensor<8xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %t = tile.thread_id {dim = 0 : i64} loc("t.py":7:9)
+  }
+  func.return
+}
+"""
+    with pytest.raises(TilecError, match=r"t\.py:7:9: error: T.get_thread_binding is not supported on the interpreter"):
+        run_text(text, np.zeros(8, np.float32))
+
+
+def test_buffer_index_out_of_range_is_located():
+    text = """
+func.func @oob(%X: !tile.tensor<8xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %s = tile.alloc : !tile.buffer<4xf32, shared>
+    tile.parallel (%i) in [8] {
+      %v = tile.load %s[%i] : !tile.buffer<4xf32, shared> -> f32 loc("o.py":4:2)
+      tile.store %v, %X[%i] : f32, !tile.tensor<8xf32>
+    }
+  }
+  func.return
+}
+"""
+    with pytest.raises(TilecError, match=r"o\.py:4:2: error: tile.load: index 4 out of range for dim 0 "
+                                         r"of a buffer of shape \(4,\)"):
+        run_text(text, np.zeros(8, np.float32))
+
+
+def test_which_function():
+    with pytest.raises(TilecError, match="no function @nope"):
+        run_text(ARGS, np.zeros((4, 8), np.float16), 1, func_name="nope")
+
+
+def test_tile_op_under_a_per_lane_condition():
+    text = """
+func.func @bad(%X: !tile.tensor<8xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f32
+    tile.parallel (%i) in [8] {
+      %low = arith.cmpi slt, %i, %c4 : index
+      scf.if %low {
+        tile.fill %X, %zero : !tile.tensor<8xf32>, f32 loc("f.py":9:8)
+      }
+    }
+  }
+  func.return
+}
+"""
+    with pytest.raises(TilecError, match=r"f\.py:9:8: error: tile.fill under a per-element condition"):
+        run_text(text, np.zeros(8, np.float32))
+
+
+def test_loop_bounds_must_be_uniform_in_a_parallel():
+    text = """
+func.func @bad(%X: !tile.tensor<8xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %c0 = arith.constant 0 : index
+    tile.parallel (%i) in [8] {
+      tile.for %k = %c0 to %i step %c1 {
+      } loc("l.py":2:3)
+    }
+  }
+  func.return
+}
+"""
+    with pytest.raises(TilecError, match=r"l\.py:2:3: error: tile.for: a loop bound differs between the elements"):
+        run_text(text, np.zeros(8, np.float32))
+
+
+def test_unsupported_op():
+    text = """
+func.func @bad(%X: !tile.tensor<8xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %v = arith.constant 2 : i32
+    %p = math.ctpop %v : i32 loc("u.py":5:1)
+  }
+  func.return
+}
+"""
+    with pytest.raises(TilecError, match=r"u\.py:5:1: error: math.ctpop is not supported by the interpreter"):
+        run_text(text, np.zeros(8, np.float32))
