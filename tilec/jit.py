@@ -211,8 +211,8 @@ class JITFunction:
             return self._lazy(*args, **kwargs)
         bound = inspect.signature(self.fn).bind(*args, **kwargs)
         tensors = {k: v for k, v in bound.arguments.items() if k in self._tensor_params}
-        spec = {k: v for k, v in bound.arguments.items() if k not in self._tensor_params}
-        kernel = self._eager_kernel(dict(spec), self._bind_consts(tensors, spec))
+        spec, _ = self._split_eager_kwargs({k: v for k, v in bound.arguments.items() if k not in self._tensor_params})
+        kernel = self._eager_kernel(spec, self._bind_consts(tensors, spec))
         order = [p.name for p in kernel.params if not p.is_output]
         missing = [n for n in order if n not in tensors]
         if missing:

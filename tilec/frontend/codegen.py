@@ -149,7 +149,8 @@ class KernelVisitor(ast.NodeVisitor):
         else:
             found, value = self.frame.lookup_outer(name)
             if not found:
-                raise self.b.error(f"name `{name}` is not defined", hint=self.program.hint_for_unbound(name))
+                hint = self.program.hint_for_unbound(name) if self.program is not None else None
+                raise self.b.error(f"name `{name}` is not defined", hint=hint)
         if isinstance(value, Symbol) and self.program is not None and value.dynamic:
             return self.program.resolve_symbol(self, value)
         return value
