@@ -249,6 +249,32 @@ class SwizzleLayoutAttr(ParametrizedAttribute):
             raise VerifyException(f"swizzle must be 32, 64 or 128 bytes, got {self.bytes}")
 
 
+@irdl_attr_definition
+class FragmentLayoutAttr(ParametrizedAttribute):
+    """Which thread holds which element of a fragment, in which register slot.
+
+    The text is `passes._layout.Layout`'s: per dimension, modes of
+    `<size><t|s><stride>` (thread or slot), most significant first, then the
+    replicated thread modes: `#tile.fragment<"(4s8)x(128t1,8s1)|r()">`.
+    """
+
+    name = "tile.fragment"
+    spec: StringAttr = param_def()
+
+    def __init__(self, spec: str):
+        super().__init__(StringAttr(spec))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [StringAttr(parser.parse_str_literal())]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string_literal(self.spec.data)
+        printer.print_string(">")
+
+
 TileType = TensorType | BufferType
 
 
@@ -1201,5 +1227,5 @@ Tile = Dialect(
         PrintOp,
         DeviceAssertOp,
     ],
-    [TensorType, BufferType, MBarrierType, SwizzleLayoutAttr],
+    [TensorType, BufferType, MBarrierType, SwizzleLayoutAttr, FragmentLayoutAttr],
 )

@@ -29,10 +29,24 @@ def _dce() -> type[ModulePass]:
     return DeadCodeElimination
 
 
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def get() -> type[ModulePass]:
+        import importlib
+
+        return getattr(importlib.import_module(f"tilec.passes.{module}"), cls)
+
+    return get
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _canonicalize,
     "cse": _cse,
     "dce": _dce,
+    "tile-legalize-bounds": _lazy("tile_legalize_bounds", "TileLegalizeBoundsPass"),
+    "tile-infer-layout": _lazy("tile_infer_layout", "TileInferLayoutPass"),
+    "tile-plan-shared-memory": _lazy("tile_plan_shared_memory", "TilePlanSharedMemoryPass"),
+    "tile-insert-barriers": _lazy("tile_insert_barriers", "TileInsertBarriersPass"),
+    "convert-tile-to-thread": _lazy("convert_tile_to_thread", "ConvertTileToThreadPass"),
 }
 """Every pass `tilec opt -p` knows, by name."""
 

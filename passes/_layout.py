@@ -1,0 +1,229 @@
+"""Fragment layouts: which thread holds which element of a register tile, in which slot.
+
+A fragment of shape (n0, n1, ...) spread over T threads is described per
+dimension by *modes*, most significant first.  A mode has a size, a kind
+(`t` for thread, `s` for slot) and a stride in that space:
+
+    index_d = sum(coord_k * prod(size of the modes after k in dim d))
+    thread  = sum(coord_k * stride_k  for thread modes) + replication part
+    slot    = sum(coord_k * stride_k  for slot modes)
+
+Replication modes are thread modes that map to no dimension: every thread
+along them holds the same elements (a row reduction's result is replicated
+over the threads that shared the row).  This is CuTe's layout algebra cut down
+to what the SIMT path needs; tensor-core fragments are layouts of this form
+too (mma.sync m16n8k16 accumulators are thread and slot modes).
+
+Text form, used in `#tile.fragment<"...">`:  `(8s4,8t16)x(16t1,4s1)|r()`
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mode:
+    size: int
+    kind: str  # "t" or "s"
+    stride: int
+
+    def __str__(self) -> str:
+        return f"{self.size}{self.kind}{self.stride}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A fragment layout: per-dimension modes plus replicated thread modes."""
+
+    dims: tuple[tuple[Mode, ...], ...]
+    rep: tuple[Mode, ...] = ()
+
+    # -- text ---------------------------------------------------------------
+    def __str__(self) -> str:
+        dims = "x".join("(" + ",".join(map(str, modes)) + ")" for modes in self.dims)
+        return f"{dims}|r({','.join(map(str, self.rep))})"
+
+    @staticmethod
+    def parse(text: str) -> Layout:
+        dims_text, rep_text = text.split("|")
+
+        def modes(group: str) -> tuple[Mode, ...]:
+            return tuple(Mode(int(a), k, int(b)) for a, k, b in re.findall(r"(\d+)([ts])(\d+)", group))
+
+        dims = tuple(modes(g) for g in re.findall(r"\(([^)]*)\)", dims_text))
+        return Layout(dims, modes(rep_text))
+
+    # -- facts --------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(math.prod(m.size for m in modes) for modes in self.dims)
+
+    @property
+    def num_slots(self) -> int:
+        return math.prod(m.size for modes in self.dims for m in modes if m.kind == "s")
+
+    @property
+    def num_threads(self) -> int:
+        return math.prod(m.size for m in self.thread_modes())
+
+    def thread_modes(self) -> list[Mode]:
+        return [m for modes in self.dims for m in modes if m.kind == "t"] + list(self.rep)
+
+    def slot_coords(self, slot: int) -> list[list[int | None]]:
+        """Per dimension, the coordinate of each slot mode for `slot` (None for thread modes)."""
+        return [[(slot // m.stride) % m.size if m.kind == "s" else None for m in modes] for modes in self.dims]
+
+    def index_parts(self, slot: int) -> list[tuple[int, list[tuple[Mode, int]]]]:
+        """Per dimension: (constant part from the slot, [(thread mode, its weight)])."""
+        parts = []
+        for modes in self.dims:
+            const, threads, weight = 0, [], 1
+            for m in reversed(modes):
+                if m.kind == "s":
+                    const += ((slot // m.stride) % m.size) * weight
+                else:
+                    threads.append((m, weight))
+                weight *= m.size
+            parts.append((const, threads))
+        return parts
+
+    def slot_of(self, index: tuple[int, ...]) -> int:
+        """The slot holding logical `index` (whatever thread holds it)."""
+        slot = 0
+        for modes, i in zip(self.dims, index):
+            for m, coord in zip(modes, _coords(modes, i)):
+                if m.kind == "s":
+                    slot += coord * m.stride
+        return slot
+
+    def thread_of(self, index: tuple[int, ...]) -> int:
+        """The first thread holding logical `index` (replicas add the rep modes)."""
+        thread = 0
+        for modes, i in zip(self.dims, index):
+            for m, coord in zip(modes, _coords(modes, i)):
+                if m.kind == "t":
+                    thread += coord * m.stride
+        return thread
+
+    # -- algebra ------------------------------------------------------------
+    def reduce(self, dim: int) -> Layout:
+        """The layout of a reduction along `dim`: its thread modes become replication."""
+        dims = [modes for d, modes in enumerate(self.dims) if d != dim]
+        gone = [m for m in self.dims[dim] if m.kind == "t"]
+        slots = sorted((m for modes in dims for m in modes if m.kind == "s"), key=lambda m: m.stride)
+        renumber, stride = {}, 1
+        for m in slots:  # compact the slot space of what is left
+            renumber[m] = stride
+            stride *= m.size
+        dims = tuple(tuple(Mode(m.size, "s", renumber[m]) if m.kind == "s" else m for m in modes) for modes in dims)
+        if not dims:
+            dims = ((Mode(1, "s", 1),),)
+        return Layout(dims, self.rep + tuple(gone))
+
+    def same_threads(self, other: Layout) -> bool:
+        """Whether `other` holds each element on the same threads as `self` (slots may differ)."""
+        strip = lambda lay: (tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes)  # noqa: E731
+                                   for modes in lay.dims), tuple(sorted((m.size, m.stride) for m in lay.rep)))
+        return strip(self) == strip(other)
+
+
+def _coords(modes: tuple[Mode, ...], index: int) -> list[int]:
+    coords = []
+    for m in reversed(modes):
+        coords.append(index % m.size)
+        index //= m.size
+    return coords[::-1]
+
+
+def _split(shape: tuple[int, ...], factors: list[tuple[int, str]]) -> list[list[tuple[int, str]]] | None:
+    """Assigns (size, kind) factors, least significant first, to dims from the last one."""
+    dims: list[list[tuple[int, str]]] = [[] for _ in shape]
+    remaining = list(shape)
+    d = len(shape) - 1
+    for size, kind in factors:
+        while size > 1:
+            while d >= 0 and remaining[d] == 1:
+                d -= 1
+            if d < 0:
+                return None
+            take = math.gcd(size, remaining[d])
+            if take == 1:
+                return None
+            dims[d].insert(0, (take, kind))
+            remaining[d] //= take
+            size //= take
+    for d, r in enumerate(remaining):
+        if r > 1:
+            dims[d].insert(0, (r, "s"))
+    return dims
+
+
+def _assign_strides(dims: list[list[tuple[int, str]]], rep: list[int], order: list[tuple[int, int]]) -> Layout:
+    """Strides: thread modes and slot modes are numbered from the least significant factor."""
+    del order
+    t_stride, s_stride = 1, 1
+    out = [[None] * len(modes) for modes in dims]
+    for d in range(len(dims) - 1, -1, -1):
+        for k in range(len(dims[d]) - 1, -1, -1):
+            size, kind = dims[d][k]
+            if kind == "t":
+                out[d][k] = Mode(size, "t", t_stride)
+                t_stride *= size
+            else:
+                out[d][k] = Mode(size, "s", s_stride)
+                s_stride *= size
+    rep_modes = []
+    for size in rep:
+        rep_modes.append(Mode(size, "t", t_stride))
+        t_stride *= size
+    return Layout(tuple(tuple(m for m in modes if m.size > 1) or (Mode(1, "s", 1),) for modes in out),
+                  tuple(rep_modes))
+
+
+def default_layout(shape: tuple[int, ...], threads: int, vec: int) -> Layout:
+    """Row-major elements dealt to threads `vec` at a time: thread t holds elements
+    [t*vec, t*vec + vec) of each chunk of `threads * vec` (coalesced, vectorizable)."""
+    numel = math.prod(shape)
+    while vec > 1 and (numel % vec or shape[-1] % vec):
+        vec //= 2
+    users = threads
+    while users > 1 and (numel // vec) % users:
+        users //= 2
+    factors = [(vec, "s"), (users, "t")]
+    dims = _split(shape, factors)
+    if dims is None:  # shapes that do not factor: one thread per element chunk
+        dims = _split(shape, [(1, "s")])
+        users = 1
+    return _assign_strides(dims, [threads // users] if threads // users > 1 else [], [])
+
+
+def gemm_accumulator_layout(m: int, n: int, threads: int) -> Layout:
+    """The SIMT gemm accumulator: threads in a tm x tn grid, each owning a
+    (m/tm) x (n/tn) micro-tile whose columns come in runs of up to 4."""
+    vec = 4
+    while vec > 1 and n % vec:
+        vec //= 2
+    tn = 1
+    while tn * 2 <= threads and (n // vec) % (tn * 2) == 0 and tn * 2 <= 16:
+        tn *= 2
+    tm = threads // tn
+    while tm > 1 and m % tm:
+        tm //= 2
+    rep = threads // (tm * tn)
+    dims = [[(m // tm, "s"), (tm, "t")], [(n // (tn * vec), "s"), (tn, "t"), (vec, "s")]]
+    # thread strides: tn modes are the fast ones so that a row group sits in one warp
+    t_tn, t_tm = 1, tn
+    s_vec, s_cols = 1, vec
+    s_rows = vec * (n // (tn * vec))
+    layout = Layout(
+        (
+            (Mode(m // tm, "s", s_rows), Mode(tm, "t", t_tm)),
+            (Mode(n // (tn * vec), "s", s_cols), Mode(tn, "t", t_tn), Mode(vec, "s", s_vec)),
+        ),
+        (Mode(rep, "t", tn * tm),) if rep > 1 else (),
+    )
+    return Layout(tuple(tuple(x for x in modes if x.size > 1) or (Mode(1, "s", 1),) for modes in layout.dims),
+                  layout.rep)
