@@ -123,6 +123,15 @@ class Layout:
             dims = ((Mode(1, "s", 1),),)
         return Layout(dims, self.rep + tuple(gone))
 
+    def translate_slot(self, other: Layout, slot: int) -> int:
+        """The slot of `other` (same threads, other slot numbering) holding `self`'s `slot`."""
+        if other == self:
+            return slot
+        total = 0
+        for coords, modes in zip(self.slot_coords(slot), other.dims):
+            total += sum(c * m.stride for c, m in zip(coords, modes) if c is not None)
+        return total
+
     def same_threads(self, other: Layout) -> bool:
         """Whether `other` holds each element on the same threads as `self` (slots may differ)."""
         strip = lambda lay: (tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes)  # noqa: E731

@@ -1,0 +1,380 @@
+"""The machinery `convert-tile-to-thread` builds thread-level IR with.
+
+`Lowerer` owns the insertion point, the map from tile-level values to
+thread-level ones, index arithmetic that folds Python ints (so that unrolled
+code carries constants, not constant ops), the thread coordinates of layout
+modes, and memory access to the four kinds of storage through `View`s:
+
+    global    memref<?xT>       (kernel argument, flat)     bounds-checked unless proven
+    shared    memref<NxT, 3>    (view of dynamic shared memory)
+    fragment  memref<SxT>       (per-thread registers: S slots of its layout)
+    local     memref<NxT>       (per-thread array)
+
+Index values are `int | SSAValue`; `mult(x)` is a number x is known to be a
+multiple of, which decides whether a group of accesses can be one vector.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    VectorType,
+    i1,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.traits import IsTerminator
+
+from tilec.dialects import tile
+from tilec.errors import error_at
+
+from ._layout import Layout, Mode
+
+INDEX = IndexType()
+Index = int | SSAValue
+
+
+def is_float(typ: Attribute) -> bool:
+    return not isinstance(typ, IndexType | IntegerType)
+
+
+@dataclass
+class View:
+    """A tile as seen by the thread-level code: where its elements live and how to address them."""
+
+    kind: str  # "global", "shared", "fragment", "local"
+    mem: SSAValue | None
+    shape: tuple[int, ...]
+    element_type: Attribute
+    offsets: list[Index] = field(default_factory=list)
+    strides: list[Index] = field(default_factory=list)  # of the root buffer, flat
+    dims: list[Index] = field(default_factory=list)  # of the root (global bounds)
+    in_bounds: bool = True
+    layout: Layout | None = None
+
+    def window(self, offsets: list[Index], shape: tuple[int, ...], lowerer: Lowerer, in_bounds: bool) -> View:
+        return View(self.kind, self.mem, shape, self.element_type,
+                    [lowerer.add(a, b) for a, b in zip(self.offsets, offsets)], self.strides, self.dims,
+                    self.in_bounds and in_bounds, self.layout)
+
+
+class SlotMap(dict):
+    """Values of one unrolled instance (a slot of a parallel loop); misses fall back to the uniform map."""
+
+    def __init__(self, uniform: dict):
+        super().__init__()
+        self.uniform = uniform
+
+    def get(self, key, default=None):
+        if key in self:
+            return self[key]
+        return self.uniform.get(key, default)
+
+
+class Lowerer:
+    """Emits thread-level ops for one `tile.kernel`."""
+
+    def __init__(self, kernel: tile.KernelOp, block: Block):
+        self.kernel = kernel
+        self.threads = kernel.num_threads
+        self.blocks: list[Block] = [block]
+        self.vmap: dict = {}
+        self.views: dict[SSAValue, View] = {}
+        self.mults: dict[SSAValue, int] = {}
+        self.consts: dict[tuple, SSAValue] = {}
+        self.tid: SSAValue | None = None
+        self.coords: dict[tuple[int, int], SSAValue] = {}
+        self.location = kernel.location
+
+    # -- emission ---------------------------------------------------------------
+    def emit(self, op: Operation) -> Operation:
+        op.location = self.location
+        block = self.blocks[-1]
+        last = block.last_op
+        if last is not None and last.has_trait(IsTerminator):
+            block.insert_op_before(op, last)
+        else:
+            block.add_op(op)
+        return op
+
+    def push(self, block: Block):
+        lowerer = self
+
+        class _Ctx:
+            def __enter__(self):
+                lowerer.blocks.append(block)
+                return block
+
+            def __exit__(self, *exc):
+                lowerer.blocks.pop()
+
+        return _Ctx()
+
+    def error(self, op: Operation, msg: str, hint: str | None = None):
+        return error_at(op, msg, hint=hint)
+
+    def val(self, value: SSAValue, slot: dict | None = None) -> SSAValue:
+        mapping = slot if slot is not None else self.vmap
+        found = mapping.get(value)
+        if found is None:
+            raise AssertionError(f"value {value} used before it was lowered")
+        return found
+
+    # -- constants and index arithmetic -------------------------------------------
+    def const(self, value, typ: Attribute = INDEX) -> SSAValue:
+        key = (value, typ, id(self.blocks[0]))
+        if key in self.consts:
+            return self.consts[key]
+        attr = FloatAttr(float(value), typ) if is_float(typ) else IntegerAttr(int(value), typ)
+        op = arith.ConstantOp(attr, typ)
+        op.location = self.location
+        entry = self.blocks[0]
+        first = entry.first_op
+        if first is None:
+            entry.add_op(op)
+        else:
+            entry.insert_op_before(op, first)
+        self.consts[key] = op.result
+        if isinstance(typ, IndexType):
+            self.mults[op.result] = int(value)
+        return op.result
+
+    def ssa(self, x: Index) -> SSAValue:
+        return self.const(x) if isinstance(x, int) else x
+
+    def mult(self, x: Index) -> int:
+        return abs(x) if isinstance(x, int) else self.mults.get(x, 1)
+
+    def _index_op(self, op: Operation, m: int) -> SSAValue:
+        r = self.emit(op).results[0]
+        self.mults[r] = m
+        return r
+
+    def add(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0:
+            return b
+        if b == 0:
+            return a
+        return self._index_op(arith.AddiOp(self.ssa(a), self.ssa(b)), math.gcd(self.mult(a), self.mult(b)))
+
+    def mul(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if a == 1:
+            return b
+        if b == 1:
+            return a
+        if a == 0 or b == 0:
+            return 0
+        return self._index_op(arith.MuliOp(self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
+
+    def thread_id(self) -> SSAValue:
+        assert self.tid is not None
+        return self.tid
+
+    def coord(self, mode: Mode) -> Index:
+        """The calling thread's coordinate along thread mode `mode`."""
+        if mode.size == 1:
+            return 0
+        key = (mode.stride, mode.size)
+        if key not in self.coords:
+            t = self.thread_id()
+            if mode.stride > 1:
+                t = self._at_entry(arith.DivUIOp(t, self.const(mode.stride)))
+            if mode.stride * mode.size < self.threads:
+                t = self._at_entry(arith.RemUIOp(t, self.const(mode.size)))
+            self.coords[key] = t
+        return self.coords[key]
+
+    def _at_entry(self, op: Operation) -> SSAValue:
+        """Thread coordinates are computed once, right after the thread id."""
+        op.location = self.location
+        anchor = self.tid.owner
+        anchor.parent_block().insert_op_after(op, self.coord_anchor or anchor)
+        self.coord_anchor = op
+        self.mults[op.results[0]] = 1
+        return op.results[0]
+
+    coord_anchor: Operation | None = None
+
+    def layout_index(self, layout: Layout, slot: int) -> list[Index]:
+        """Logical index (per dim) of `slot` of `layout` for the calling thread."""
+        index = []
+        for const, thread_modes in layout.index_parts(slot):
+            value: Index = const
+            for mode, weight in thread_modes:
+                value = self.add(value, self.mul(self.coord(mode), weight))
+            index.append(value)
+        return index
+
+    def replica_leader(self, layout: Layout) -> SSAValue | None:
+        """A condition true on one thread of each replica group (None: no replication)."""
+        cond = None
+        for mode in layout.rep:
+            c = self.coord(mode)
+            if isinstance(c, int):
+                continue
+            eq = self.emit(arith.CmpiOp(c, self.const(0), "eq")).results[0]
+            cond = eq if cond is None else self.emit(arith.AndIOp(cond, eq)).results[0]
+        return cond
+
+    # -- conversions ----------------------------------------------------------------
+    def convert(self, value: SSAValue, typ: Attribute) -> SSAValue:
+        src = value.type
+        if src == typ:
+            return value
+        if is_float(src) and is_float(typ):
+            from tilec.dtypes import from_ir
+
+            if from_ir(typ).bits > from_ir(src).bits:
+                return self.emit(arith.ExtFOp(value, typ)).results[0]
+            if from_ir(typ).bits == from_ir(src).bits:
+                from xdsl.dialects.builtin import f32
+
+                return self.convert(self.emit(arith.ExtFOp(value, f32)).results[0], typ)
+            return self.emit(arith.TruncFOp(value, typ)).results[0]
+        if is_float(src):
+            if isinstance(typ, IndexType):
+                value = self.emit(arith.FPToSIOp(value, IntegerType(64))).results[0]
+                return self.emit(arith.IndexCastOp(value, typ)).results[0]
+            return self.emit(arith.FPToSIOp(value, typ)).results[0]
+        if is_float(typ):
+            if isinstance(src, IndexType):
+                value = self.emit(arith.IndexCastOp(value, IntegerType(64))).results[0]
+            return self.emit(arith.SIToFPOp(value, typ)).results[0]
+        if isinstance(src, IndexType) or isinstance(typ, IndexType):
+            return self.emit(arith.IndexCastOp(value, typ)).results[0]
+        if typ.width.data > src.width.data:
+            return self.emit(arith.ExtSIOp(value, typ)).results[0]
+        return self.emit(arith.TruncIOp(value, typ)).results[0]
+
+    # -- memory ------------------------------------------------------------------------
+    def flat(self, view: View, index: list[Index]) -> Index:
+        addr: Index = 0
+        for off, i, stride in zip(view.offsets, index, view.strides):
+            addr = self.add(addr, self.mul(self.add(off, i), stride))
+        return addr
+
+    def in_bounds(self, view: View, index: list[Index]) -> SSAValue | None:
+        """The condition that `index` lies inside the root tensor (None: always)."""
+        if view.kind != "global" or view.in_bounds:
+            return None
+        cond = None
+        for off, i, dim in zip(view.offsets, index, view.dims):
+            pos = self.add(off, i)
+            if isinstance(pos, int) and isinstance(dim, int):
+                if pos < dim:
+                    continue
+                return self.const(0, i1)
+            c = self.emit(arith.CmpiOp(self.ssa(pos), self.ssa(dim), "slt")).results[0]
+            cond = c if cond is None else self.emit(arith.AndIOp(cond, c)).results[0]
+        return cond
+
+    def vectorizable(self, view: View, index: list[Index], width: int) -> bool:
+        """Whether `width` elements from `index` along the last dim form one aligned vector access."""
+        if width <= 1 or view.kind not in ("global", "shared") or not view.strides or view.strides[-1] != 1:
+            return False
+        nbytes = width * _bytes(view.element_type)
+        if nbytes not in (4, 8, 16):
+            return False
+        if math.gcd(self.mult(self.flat_probe(view, index)), width) != width:
+            return False
+        return view.in_bounds or view.kind != "global" or (isinstance(view.dims[-1], int) and
+                                                          view.dims[-1] % width == 0)
+
+    def flat_probe(self, view: View, index: list[Index]) -> Index:
+        """The known multiple of a flat address, without emitting ops."""
+        m = 0
+        for off, i, stride in zip(view.offsets, index, view.strides):
+            m = math.gcd(m, self.mult(off) * self.mult(stride), self.mult(i) * self.mult(stride))
+        return m
+
+    def _guarded(self, cond: SSAValue | None, result_type: Attribute | None, body, zero):
+        if cond is None:
+            return body()
+        then_block, else_block = Block(), Block()
+        types = [] if result_type is None else [result_type]
+        op = self.emit(scf.IfOp(cond, types, Region(then_block), Region(else_block)))
+        with self.push(then_block):
+            value = body()
+            self.emit(scf.YieldOp(*([] if result_type is None else [value])))
+        with self.push(else_block):
+            self.emit(scf.YieldOp(*([] if result_type is None else [zero()])))
+        return op.results[0] if result_type is not None else None
+
+    def load(self, view: View, index: list[Index], width: int = 1) -> SSAValue:
+        """One element, or `width` consecutive ones as a vector (bounds give zeros)."""
+        typ = view.element_type if width == 1 else VectorType(view.element_type, [width])
+        addr = self.ssa(self.flat(view, index))
+
+        def body():
+            if width == 1:
+                return self.emit(memref.LoadOp.get(view.mem, [addr])).results[0]
+            return self.emit(vector.LoadOp(view.mem, [addr], typ)).results[0]
+
+        def zero():
+            z = self.const(0, view.element_type)
+            return z if width == 1 else self.emit(vector.BroadcastOp(z, typ)).results[0]
+
+        return self._guarded(self.in_bounds(view, index), typ, body, zero)
+
+    def store(self, view: View, index: list[Index], value: SSAValue, cond: SSAValue | None = None) -> None:
+        addr = self.ssa(self.flat(view, index))
+        guard = self.in_bounds(view, index)
+        if cond is not None:
+            guard = cond if guard is None else self.emit(arith.AndIOp(guard, cond)).results[0]
+
+        def body():
+            if isinstance(value.type, VectorType):
+                self.emit(vector.StoreOp(value, view.mem, [addr]))
+            else:
+                self.emit(memref.StoreOp.get(value, view.mem, [addr]))
+
+        self._guarded(guard, None, body, None)
+
+    def extract(self, vec: SSAValue, lane: int) -> SSAValue:
+        return self.emit(vector.ExtractOp(vec, [lane], vec.type.element_type)).results[0]
+
+    def pack(self, values: list[SSAValue]) -> SSAValue:
+        typ = VectorType(values[0].type, [len(values)])
+        acc = self.emit(vector.BroadcastOp(values[0], typ)).results[0]
+        for lane, v in enumerate(values[1:], 1):
+            acc = self.emit(vector.InsertOp(v, acc, [lane], typ)).results[0]
+        return acc
+
+    # -- fragments ------------------------------------------------------------------------
+    def alloca(self, element_type: Attribute, count: int) -> SSAValue:
+        op = memref.AllocaOp.get(element_type, shape=[count])
+        op.location = self.location
+        entry = self.blocks[0]
+        entry.insert_op_before(op, entry.first_op) if entry.first_op else entry.add_op(op)
+        return op.results[0]
+
+    def frag_load(self, view: View, slot: int) -> SSAValue:
+        return self.emit(memref.LoadOp.get(view.mem, [self.const(slot)])).results[0]
+
+    def frag_store(self, view: View, slot: int, value: SSAValue) -> None:
+        self.emit(memref.StoreOp.get(self.convert(value, view.element_type), view.mem, [self.const(slot)]))
+
+
+def _bytes(typ: Attribute) -> int:
+    from tilec.dtypes import from_ir
+
+    return max(1, from_ir(typ).bits // 8)
+
+
+def memref_type(element_type: Attribute, count: int | None, space: int | None = None) -> MemRefType:
+    from xdsl.dialects.builtin import IntegerAttr as IA
+
+    shape = [-1 if count is None else count]
+    return MemRefType(element_type, shape, NoneAttr(), NoneAttr() if space is None else IA(space, 64))

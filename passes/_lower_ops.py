@@ -1,0 +1,423 @@
+"""Lowering of tile ops to thread-level IR, op by op (used by `convert-tile-to-thread`).
+
+Each `lower_<op>(L, op)` reads the views of its operands from `L.views` and
+emits thread-level code at `L`'s insertion point.  Element-wise work follows
+a layout: every thread walks the slots it owns; slots that differ only in the
+innermost (vector) mode form a group whose memory accesses become one vector
+access when the addresses are consecutive and aligned.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, f32, i1, i32, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from tilec.dialects import nvvm, tile
+
+from ._layout import Layout, Mode, default_layout
+from ._lower import INDEX, Lowerer, View, is_float, memref_type
+from .tile_infer_layout import layout_of
+
+# --------------------------------------------------------------------------- #
+# Layout iteration
+# --------------------------------------------------------------------------- #
+
+
+def vector_mode(layout: Layout):
+    """The innermost mode of the last dim when it is a slot mode: its slots form vector groups."""
+    last = layout.dims[-1][-1]
+    return last if last.kind == "s" and last.size > 1 else None
+
+
+def slot_groups(layout: Layout, max_width: int = 16) -> list[list[int]]:
+    """The slots of `layout`, grouped so that a group's slots are consecutive in the last dim."""
+    mode = vector_mode(layout)
+    if mode is None:
+        return [[s] for s in range(layout.num_slots)]
+    width = mode.size
+    while width > max_width:
+        width //= 2
+    groups: dict[int, list[int]] = {}
+    for s in range(layout.num_slots):
+        coord = (s // mode.stride) % mode.size
+        key = s - coord * mode.stride + (coord // width) * (10**9)
+        groups.setdefault(key, []).append(s)
+    return [sorted(g, key=lambda s: (s // mode.stride) % mode.size) for g in groups.values()]
+
+
+def squeeze_map(src_shape, dst_shape, index: list) -> list:
+    """`index` into `src_shape` mapped to `dst_shape` (the shapes agree without unit dims)."""
+    vals = [i for i, n in zip(index, src_shape) if n != 1]
+    out = []
+    for n in dst_shape:
+        out.append(vals.pop(0) if n != 1 else 0)
+    return out
+
+
+def element_bytes(typ) -> int:
+    from tilec.dtypes import from_ir
+
+    return max(1, from_ir(typ).bits // 8)
+
+
+# --------------------------------------------------------------------------- #
+# Element transfer: copy, fill, atomics over a layout
+# --------------------------------------------------------------------------- #
+
+
+def _read(L: Lowerer, view: View, index: list, slots: list[int], iter_layout: Layout) -> list[SSAValue]:
+    """The elements at `index` (lane 0) and the following lanes of a group."""
+    if view.kind == "fragment":
+        if view.layout is None or not view.layout.same_threads(iter_layout):
+            raise AssertionError("fragment read with a foreign layout")
+        return [L.frag_load(view, iter_layout.translate_slot(view.layout, s)) for s in slots]
+    width = len(slots)
+    if L.vectorizable(view, index, width):
+        vec = L.load(view, index, width)
+        return [L.extract(vec, k) for k in range(width)]
+    values = []
+    for k in range(width):
+        lane = index[:-1] + [L.add(index[-1], k)]
+        values.append(L.load(view, lane))
+    return values
+
+
+def _write(L: Lowerer, view: View, index: list, slots: list[int], values: list[SSAValue],
+           leader: SSAValue | None, iter_layout: Layout) -> None:
+    if view.kind == "fragment":
+        for s, v in zip(slots, values):
+            L.frag_store(view, iter_layout.translate_slot(view.layout, s), v)
+        return
+    values = [L.convert(v, view.element_type) for v in values]
+    width = len(values)
+    if L.vectorizable(view, index, width):
+        L.store(view, index, L.pack(values), leader)
+        return
+    for k, v in enumerate(values):
+        L.store(view, index[:-1] + [L.add(index[-1], k)], v, leader)
+
+
+def transfer(L: Lowerer, layout: Layout, shape, src: View | None, dst: View, value: SSAValue | None = None):
+    """dst[i] = src[i] (or `value`) for every element, the threads following `layout` over `shape`."""
+    leader = L.replica_leader(layout) if dst.kind != "fragment" else None
+    for group in slot_groups(layout):
+        index = L.layout_index(layout, group[0])
+        if value is not None:
+            values = [value] * len(group)
+        else:
+            values = _read(L, src, squeeze_map(shape, src.shape, index), group, layout)
+        _write(L, dst, squeeze_map(shape, dst.shape, index), group, values, leader, layout)
+
+
+def memory_layout(L: Lowerer, shape, *views: View) -> Layout:
+    """A coalesced layout for moving a tile between memories."""
+    widest = max(element_bytes(v.element_type) for v in views)
+    return default_layout(tuple(shape), L.threads, max(1, 16 // widest))
+
+
+def scratch_view(L: Lowerer, shape, element_type) -> View:
+    """A shared-memory buffer for data exchange between threads (reused by every op)."""
+    count = math.prod(shape)
+    nbytes = count * element_bytes(element_type)
+    L.scratch_bytes = max(L.scratch_bytes, nbytes)
+    offset = L.const(L.scratch_base)
+    mem = L.emit(memref.ViewOp(L.smem, offset, [], memref_type(element_type, count, 3))).results[0]
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    return View("shared", mem, tuple(shape), element_type, [0] * len(shape), strides, list(shape))
+
+
+def barrier(L: Lowerer) -> None:
+    L.emit(gpu.BarrierOp())
+
+
+def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
+    src, dst = L.views[op.src], L.views[op.dst]
+    if dst.kind == "fragment" and src.kind == "fragment" and not src.layout.same_threads(dst.layout):
+        tmp = scratch_view(L, src.shape, src.element_type)
+        transfer(L, src.layout, src.shape, src, tmp)
+        barrier(L)
+        transfer(L, dst.layout, dst.shape, tmp, dst)
+        barrier(L)
+    elif dst.kind == "fragment":
+        transfer(L, dst.layout, dst.shape, src, dst)
+    elif src.kind == "fragment":
+        transfer(L, src.layout, src.shape, src, dst)
+    elif src.kind == "local" or dst.kind == "local":
+        transfer(L, Layout(tuple((tile_mode(n),) for n in dst.shape), ()), dst.shape, src, dst)
+    else:
+        transfer(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+
+
+def tile_mode(n: int):
+    from ._layout import Mode
+
+    return Mode(n, "s", 1)
+
+
+def lower_fill(L: Lowerer, op: tile.FillOp) -> None:
+    dst = L.views[op.dst]
+    value = L.convert(L.val(op.value), dst.element_type)
+    if dst.kind == "fragment":
+        for s in range(dst.layout.num_slots):
+            L.frag_store(dst, s, value)
+        return
+    layout = memory_layout(L, dst.shape, dst) if dst.kind != "local" else \
+        Layout(tuple((tile_mode(n),) for n in dst.shape), ())
+    transfer(L, layout, dst.shape, None, dst, value)
+
+
+# --------------------------------------------------------------------------- #
+# Reductions
+# --------------------------------------------------------------------------- #
+
+_IDENTITY = {"sum": 0.0, "abssum": 0.0, "max": -math.inf, "absmax": 0.0, "min": math.inf}
+
+
+def _combine(L: Lowerer, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    if kind in ("sum", "abssum"):
+        op = arith.AddfOp if is_float(a.type) else arith.AddiOp
+    elif kind in ("max", "absmax"):
+        op = arith.MaxnumfOp if is_float(a.type) else arith.MaxSIOp
+    else:
+        op = arith.MinnumfOp if is_float(a.type) else arith.MinSIOp
+    return L.emit(op(a, b)).results[0]
+
+
+def _shuffle_xor(L: Lowerer, value: SSAValue, offset: int) -> SSAValue:
+    op = nvvm.ShflSyncOp.create(
+        operands=[L.const(-1, i32), value, L.const(offset, i32), L.const(31, i32)],
+        result_types=[value.type], properties={"kind": nvvm.ShflKindAttr(nvvm.ShflKind.BFLY)})
+    return L.emit(op).results[0]
+
+
+def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
+    src, dst = L.views[op.src], L.views[op.dst]
+    if src.kind != "fragment" or dst.kind != "fragment":
+        raise L.error(op, "T.reduce_* on the CUDA target needs fragment source and destination",
+                      hint="T.copy the shared tile into a T.alloc_fragment first")
+    kind, dim = op.kind.data, op.axis
+    acc_type = f32 if is_float(src.element_type) else i32
+    ls, ld = src.layout, dst.layout
+    # 1. each thread combines the slots it holds
+    partial: dict[int, SSAValue] = {}
+    for s in range(ls.num_slots):
+        coords = ls.slot_coords(s)
+        del coords[dim]
+        dslot = sum(c * m.stride for cs, modes in zip(coords, ld.dims) for c, m in zip(cs, modes)
+                    if c is not None)
+        x = L.convert(L.frag_load(src, s), acc_type)
+        if kind in ("abssum", "absmax"):
+            from xdsl.dialects import math as mathd
+
+            x = L.emit(mathd.AbsFOp(x)).results[0] if is_float(acc_type) else x
+        partial[dslot] = x if dslot not in partial else _combine(L, kind, partial[dslot], x)
+    # 2. threads that shared a row combine: butterflies inside a warp, shared memory across warps
+    in_warp, across = [], []
+    for m in (m for m in ls.dims[dim] if m.kind == "t"):
+        inside = max(1, min(m.size, 32 // m.stride)) if m.stride < 32 else 1
+        if inside > 1:
+            in_warp.append(Mode(inside, "t", m.stride))
+        if m.size // inside > 1:
+            across.append(Mode(m.size // inside, "t", m.stride * inside))
+    for m in in_warp:
+        offset = m.stride
+        while offset < m.stride * m.size:
+            for d, v in partial.items():
+                partial[d] = _combine(L, kind, v, _shuffle_xor(L, v, offset))
+            offset *= 2
+    if across:
+        groups = math.prod(m.size for m in across)
+        tmp = scratch_view(L, (groups, math.prod(dst.shape)), acc_type)
+        group = 0
+        for m in across:
+            group = L.add(L.mul(group, m.size), L.coord(m))
+        leader = None
+        for m in in_warp:
+            c = L.coord(m)
+            if not isinstance(c, int):
+                eq = L.emit(arith.CmpiOp(c, L.const(0), "eq")).results[0]
+                leader = eq if leader is None else L.emit(arith.AndIOp(leader, eq)).results[0]
+        flat_index = {d: _flat_dst(L, ld, d, dst.shape) for d in partial}
+        for d, v in partial.items():
+            L.store(tmp, [group, flat_index[d]], v, leader)
+        barrier(L)
+        for d in partial:
+            total = None
+            for g in range(groups):
+                x = L.load(tmp, [g, flat_index[d]])
+                total = x if total is None else _combine(L, kind, total, x)
+            partial[d] = total
+        barrier(L)
+    # 3. combine with the old value unless clear, and store
+    for d, v in partial.items():
+        if not op.clear.value.data:
+            v = _combine(L, kind, L.convert(L.frag_load(dst, d), acc_type), v)
+        L.frag_store(dst, d, v)
+
+
+def _flat_dst(L: Lowerer, layout: Layout, slot: int, shape) -> object:
+    index = L.layout_index(layout, slot)
+    flat = 0
+    for i, n in zip(index, shape):
+        flat = L.add(L.mul(flat, n), i)
+    return flat
+
+
+# --------------------------------------------------------------------------- #
+# Matrix multiply (SIMT: each thread owns a micro-tile of C)
+# --------------------------------------------------------------------------- #
+
+
+def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
+    a, b, c = L.views[op.a], L.views[op.b], L.views[op.c]
+    m, n, k = op.mnk()
+    for name, v in (("A", a), ("B", b)):
+        if v.kind == "fragment":  # stage register operands through shared memory
+            tmp = scratch_view(L, v.shape, v.element_type)
+            transfer(L, v.layout, v.shape, v, tmp)
+            barrier(L)
+            if name == "A":
+                a = tmp
+            else:
+                b = tmp
+    if c.kind != "fragment":
+        raise L.error(op, "T.gemm on the CUDA target needs a fragment accumulator")
+    lc = c.layout
+    acc_type = c.element_type
+    rows: dict[int, object] = {}
+    cols: dict[int, object] = {}
+    cells = []
+    for s in range(lc.num_slots):
+        i, j = L.layout_index(lc, s)
+        rows.setdefault(_key(i), i)
+        cols.setdefault(_key(j), j)
+        cells.append((s, _key(i), _key(j)))
+    acc = {s: L.frag_load(c, s) for s, _, _ in cells}
+    if op.clear_accum.value.data:
+        zero = L.const(0, acc_type)
+        acc = {s: zero for s in acc}
+
+    def step(kk) -> None:
+        av = {r: L.convert(L.load(a, [kk, i] if op.trans_a else [i, kk]), acc_type) for r, i in rows.items()}
+        bv = {q: L.convert(L.load(b, [j, kk] if op.trans_b else [kk, j]), acc_type) for q, j in cols.items()}
+        for s, r, q in cells:
+            prod = L.emit(arith.MulfOp(av[r], bv[q]) if is_float(acc_type) else arith.MuliOp(av[r], bv[q]))
+            acc[s] = L.emit((arith.AddfOp if is_float(acc_type) else arith.AddiOp)(acc[s], prod.results[0])).results[0]
+
+    if k <= 16:
+        for kk in range(k):
+            step(kk)
+    else:  # a loop over K carrying the accumulators, unrolled by the backend
+        slots = list(acc)
+        body = Block(arg_types=[INDEX] + [acc_type] * len(slots))
+        loop = L.emit(scf.ForOp(L.const(0), L.const(k), L.const(1), [acc[s] for s in slots], body))
+        with L.push(body):
+            acc = dict(zip(slots, body.args[1:]))
+            step(body.args[0])
+            L.emit(scf.YieldOp(*[acc[s] for s in slots]))
+        acc = dict(zip(slots, loop.results))
+    for s, v in acc.items():
+        L.frag_store(c, s, v)
+
+
+def _key(x) -> object:
+    return ("c", x) if isinstance(x, int) else ("v", id(x))
+
+
+# --------------------------------------------------------------------------- #
+# Scans, atomics
+# --------------------------------------------------------------------------- #
+
+
+def lower_scan(L: Lowerer, op: tile.CumsumOp | tile.CummaxOp) -> None:
+    src, dst = L.views[op.src], L.views[op.dst]
+    shape, dim = src.shape, op.axis
+    acc_type = f32 if is_float(src.element_type) else i32
+    tmp = scratch_view(L, shape, acc_type)
+    _to_memory(L, src, tmp, shape)
+    barrier(L)
+    # one thread per line along `dim` scans it serially
+    lines = [n for d, n in enumerate(shape) if d != dim] or [1]
+    count = math.prod(lines)
+    tid = L.thread_id()
+    for base in range(0, count, L.threads):
+        line = L.add(tid, base)
+        cond = L.emit(arith.CmpiOp(L.ssa(line), L.const(count), "slt")).results[0]
+        then = Block()
+        L.emit(scf.IfOp(cond, [], Region(then)))
+        with L.push(then):
+            index = _unflatten(L, line, [n for d, n in enumerate(shape) if d != dim])
+            total = None
+            order = range(shape[dim] - 1, -1, -1) if op.reverse.value.data else range(shape[dim])
+            for p in order:
+                full = index[:dim] + [p] + index[dim:]
+                x = L.load(tmp, full)
+                total = x if total is None else _combine(L, "sum" if isinstance(op, tile.CumsumOp) else "max",
+                                                         total, x)
+                L.store(tmp, full, total)
+            L.emit(scf.YieldOp())
+    barrier(L)
+    _from_memory(L, tmp, dst, shape)
+    barrier(L)
+
+
+def _unflatten(L: Lowerer, flat, shape) -> list:
+    index = []
+    for n in reversed(shape):
+        index.insert(0, L.emit(arith.RemUIOp(L.ssa(flat), L.const(n))).results[0] if n > 1 else 0)
+        flat = L.emit(arith.DivUIOp(L.ssa(flat), L.const(n))).results[0] if n > 1 else flat
+    return index
+
+
+def _to_memory(L: Lowerer, src: View, mem: View, shape) -> None:
+    layout = src.layout if src.kind == "fragment" else memory_layout(L, shape, src, mem)
+    transfer(L, layout, shape, src, mem)
+
+
+def _from_memory(L: Lowerer, mem: View, dst: View, shape) -> None:
+    layout = dst.layout if dst.kind == "fragment" else memory_layout(L, shape, dst, mem)
+    transfer(L, layout, shape, mem, dst)
+
+
+_ATOMIC = {("add", True): 0, ("add", False): 1, ("max", True): 13, ("max", False): 4, ("min", True): 14,
+           ("min", False): 7}
+
+
+def atomic(L: Lowerer, kind: str, view: View, index: list, value: SSAValue, cond=None) -> None:
+    value = L.convert(value, view.element_type)
+    addr = L.ssa(L.flat(view, index))
+    guard = L.in_bounds(view, index)
+    if cond is not None:
+        guard = cond if guard is None else L.emit(arith.AndIOp(guard, cond)).results[0]
+    code = _ATOMIC[(kind, is_float(view.element_type))]
+
+    def emit_rmw():
+        L.emit(memref.AtomicRMWOp.create(operands=[value, view.mem, [addr]], result_types=[value.type],
+                                         properties={"kind": IntegerAttr(code, i64)}))
+
+    L._guarded(guard, None, emit_rmw, None)
+
+
+def lower_atomic(L: Lowerer, op: tile.AtomicOp) -> None:
+    dst = L.views[op.dst]
+    kind = op.kind.data
+    if op.indices:
+        atomic(L, kind, dst, [L.val(i) for i in op.indices], L.val(op.value))
+        return
+    src = L.views[op.value]
+    layout = src.layout if src.kind == "fragment" else memory_layout(L, src.shape, src)
+    leader = L.replica_leader(layout)
+    for s in range(layout.num_slots):
+        index = L.layout_index(layout, s)
+        (value,) = _read(L, src, squeeze_map(src.shape, src.shape, index), [s], layout)
+        atomic(L, kind, dst, squeeze_map(src.shape, dst.shape, index), value, leader)
+
+
+__all__ = ["IntegerType", "i1", "layout_of", "lower_atomic", "lower_copy", "lower_fill", "lower_gemm",
+           "lower_reduce", "lower_scan", "transfer", "slot_groups", "squeeze_map"]

@@ -1,0 +1,189 @@
+"""Lower each tile kernel to a thread-level kernel: arith, scf, memref, vector, gpu, nvvm.
+
+Requires: tile-infer-layout (every fragment and parallel loop has a layout);
+  tile-plan-shared-memory (shared buffers have offsets; without it the
+  lowering packs them one after the other); tile-insert-barriers.
+Establishes: the `func.func` holding a `tile.kernel` is replaced by a
+  `func.func` with `nvvm.kernel`, whose arguments are one `memref<?xT>` per
+  tensor then one i64 per dynamic size (`tilec.sizes` lists them as pairs of
+  tensor argument and dimension), plus the module-level dynamic shared memory
+  global `@__tilec_smem`; `tilec.smem_bytes` gives the bytes a block needs.
+Fails: TilecError at the op the target cannot express yet (T.print,
+  fragments indexed other than by their T.Parallel variables, ...).
+
+    func.func @k(%A: !tile.tensor<4096xf16>) { tile.kernel (%bx) in (%c16) ... }
+  becomes
+    func.func @k(%A: memref<?xf16>) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>} {
+      %tid = gpu.thread_id x ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+
+from tilec.dialects import tile
+from tilec.errors import error_at
+
+from ._lower import INDEX, Lowerer, View, memref_type
+from ._lower_body import lower_block
+
+SMEM = "__tilec_smem"
+_ALIGN = 128
+
+
+def _kernel_of(f: func.FuncOp) -> tile.KernelOp | None:
+    return next((op for op in f.body.block.ops if isinstance(op, tile.KernelOp)), None)
+
+
+def _smem_global() -> memref.GlobalOp:
+    return memref.GlobalOp.get(StringAttr(SMEM), memref_type(i64.__class__(8), 0, 3), UnitAttr(),
+                               sym_visibility=StringAttr("public"))
+
+
+def _rasterize(L: Lowerer, bx, by, gx, gy, panel: int):
+    """TileLang's row rasterization: blocks walk panels of `panel` rows, alternating direction."""
+
+    def op(cls, a, b):
+        return L.emit(cls(L.ssa(a), L.ssa(b))).results[0]
+
+    width = op(arith.MuliOp, gx, panel)
+    base = op(arith.AddiOp, bx, op(arith.MuliOp, by, gx))
+    total = op(arith.MuliOp, gx, gy)
+    panels = op(arith.CeilDivSIOp, total, width)
+    index = op(arith.DivUIOp, base, width)
+    last = op(arith.SubiOp, panels, 1)
+    is_last = L.emit(arith.CmpiOp(index, last, "eq")).results[0]
+    tail = op(arith.DivUIOp, op(arith.SubiOp, total, op(arith.MuliOp, index, width)), gx)
+    stride = L.emit(arith.SelectOp(is_last, tail, L.const(panel))).results[0]
+    within = op(arith.SubiOp, base, op(arith.MuliOp, index, width))
+    col = op(arith.DivUIOp, within, stride)
+    odd = L.emit(arith.CmpiOp(op(arith.RemUIOp, index, 2), L.const(1), "eq")).results[0]
+    flipped = op(arith.SubiOp, op(arith.SubiOp, gx, col), 1)
+    new_bx = L.emit(arith.SelectOp(odd, flipped, col)).results[0]
+    new_by = op(arith.AddiOp, op(arith.RemUIOp, within, stride), op(arith.MuliOp, index, panel))
+    return new_bx, new_by
+
+
+def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
+    kernel = _kernel_of(f)
+    tensors = list(f.body.block.args)
+    pre = []
+    for op in f.body.block.ops:
+        if op is kernel:
+            break
+        pre.append(op)
+    dims = [op for op in pre if isinstance(op, tile.DimOp)]
+    sizes = [(tensors.index(d.source), d.dim.value.data) for d in dims]
+    arg_types = [memref_type(t.type.element_type, None) for t in tensors] + [i64] * len(sizes)
+    entry = Block(arg_types=arg_types)
+    for arg, t in zip(entry.args, tensors):
+        arg.name_hint = t.name_hint
+    L = Lowerer(kernel, entry)
+    L.tid = L.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
+    if kernel.thread_extents[1] * kernel.thread_extents[2] > 1:
+        raise error_at(kernel, "multi-dimensional thread blocks are not supported by the CUDA target yet",
+                       hint="use threads=N with N up to 1024")
+    L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
+    L.sizes = {}
+    for d, (ti, axis) in zip(dims, sizes):
+        value = L.emit(arith.IndexCastOp(entry.args[len(tensors) + sizes.index((ti, axis))], INDEX)).results[0]
+        L.sizes[(tensors[ti], axis)] = value
+        L.vmap[d.result] = value
+    for op in pre:
+        if isinstance(op, tile.DimOp):
+            continue
+        if op.regions or not op.name.startswith(("arith.", "math.")):
+            raise error_at(op, f"{op.name} before T.Kernel is not supported by the CUDA target")
+        L.emit(op.clone(value_mapper=L.vmap))
+    for arg, t in zip(entry.args, tensors):
+        typ = t.type
+        shape = [L.sizes.get((t, a), n) if n == tile.DYNAMIC else n for a, n in enumerate(typ.shape)]
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc = L.mul(acc, n)
+        L.views[t] = View("global", arg, tuple(typ.shape), typ.element_type, [0] * len(shape), strides, shape,
+                          in_bounds=False)
+    block_ids = [L.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))).results[0]
+                 for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)[:len(kernel.grid)]]
+    swizzle = next((op for op in kernel.body.block.ops if isinstance(op, tile.UseSwizzleOp)), None)
+    if swizzle is not None and len(block_ids) == 2:
+        gx, gy = (L.val(g) for g in kernel.grid)
+        if swizzle.order.data == "row":
+            block_ids = list(_rasterize(L, *block_ids, gx, gy, swizzle.panel_size.value.data))
+        else:
+            by, bx = _rasterize(L, block_ids[1], block_ids[0], gy, gx, swizzle.panel_size.value.data)
+            block_ids = [bx, by]
+    for arg, value in zip(kernel.body.block.args, block_ids):
+        L.vmap[arg] = value
+    planned = kernel.attributes.get("smem_bytes")
+    L.planned = planned.value.data if planned is not None else None
+    L.bump_offset = 0
+    L.scratch_base = _round(L.planned if L.planned is not None else _unplanned_bytes(kernel))
+    L.scratch_bytes = 0
+    lower_block(L, kernel.body.block)
+    L.emit(func.ReturnOp())
+    new = func.FuncOp(f.sym_name.data, FunctionType.from_lists(arg_types, []), Region(entry))
+    new.attributes["nvvm.kernel"] = UnitAttr()
+    new.attributes["nvvm.maxntid"] = DenseArrayBase.from_list(i32, [kernel.num_threads, 1, 1])
+    new.attributes["tilec.sizes"] = DenseArrayBase.from_list(i64, [x for pair in sizes for x in pair])
+    new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + L.scratch_bytes, i64)
+    new.location = f.location
+    return new
+
+
+def _round(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _unplanned_bytes(kernel: tile.KernelOp) -> int:
+    from tilec.dtypes import from_ir
+
+    total = 0
+    for op in kernel.walk():
+        if isinstance(op, tile.AllocOp) and op.result.type.scope == "shared":
+            typ = op.result.type
+            total = _round(total) + typ.num_elements() * max(1, from_ir(typ.element_type).bits // 8)
+    return total
+
+
+def _bump(self: Lowerer, nbytes: int) -> int:
+    offset = _round(self.bump_offset)
+    self.bump_offset = offset + nbytes
+    return offset
+
+
+Lowerer.bump = _bump
+
+
+@dataclass(frozen=True)
+class ConvertTileToThreadPass(ModulePass):
+    """Lower each tile kernel to a thread-level kernel: arith, scf, memref, vector, gpu, nvvm."""
+
+    name = "convert-tile-to-thread"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and _kernel_of(f) is not None]
+        if not funcs:
+            return
+        if not any(isinstance(g, memref.GlobalOp) and g.sym_name.data == SMEM for g in op.ops):
+            op.body.block.insert_op_before(_smem_global(), op.body.block.first_op)
+        for f in funcs:
+            new = lower_kernel_func(f, op)
+            op.body.block.insert_op_after(new, f)
+            op.body.block.erase_op(f)

@@ -1,0 +1,193 @@
+"""Assign a thread layout to every fragment buffer and every `tile.parallel` loop.
+
+Requires: nothing (runs on the frontend's IR).
+Establishes: each fragment `tile.alloc` and each `tile.parallel` carries
+  `layout = #tile.fragment<...>`; fragments a parallel loop indexes with its
+  induction variables hold those elements on the threads that run them.
+Fails: TilecError at the loop when a fragment would need two layouts there.
+
+Inference is a fixed point (ARCHITECTURE.md, "Layouts"): gemm accumulators
+are seeds; reductions derive replicated layouts; fragment-to-fragment copies
+and parallel loops propagate layouts both ways; a fragment nothing constrains
+gets the default coalesced layout, largest fragments first.
+
+    %x = tile.alloc : !tile.buffer<4x1024xf32, fragment>
+    tile.reduce %x, %m {kind = "max", dim = 1 : i64, clear = true} : ...
+  becomes
+    %x = tile.alloc {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">} : ...
+    %m = tile.alloc {layout = #tile.fragment<"(4s1)|r(128t1)">} : ...
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from tilec.dialects import tile
+from tilec.dtypes import from_ir
+from tilec.errors import error_at
+
+from ._layout import Layout, default_layout, gemm_accumulator_layout
+
+
+def root_alloc(value: SSAValue) -> tile.AllocOp | None:
+    """The `tile.alloc` a buffer value comes from, through regions and reshapes."""
+    op = value.owner
+    while isinstance(op, tile.RegionOp | tile.ReshapeOp):
+        op = op.source.owner
+    return op if isinstance(op, tile.AllocOp) else None
+
+
+def _fragment(value: SSAValue) -> tile.AllocOp | None:
+    alloc = root_alloc(value)
+    if alloc is None or alloc.result.type.scope != "fragment" or alloc.result is not value:
+        return None  # regions of fragments are not layout-propagated
+    return alloc
+
+
+def _bytes(typ) -> int:
+    return max(1, from_ir(typ.element_type).bits // 8)
+
+
+@dataclass
+class _Access:
+    alloc: tile.AllocOp
+    dims: tuple[int | None, ...]  # the loop dim each index is, or None
+
+
+def _parallel_accesses(loop: tile.ParallelOp) -> tuple[list[_Access], int]:
+    """Fragment accesses in a loop, and the smallest element size of its memory accesses."""
+    ivs = {arg: d for d, arg in enumerate(loop.body.block.args)}
+    accesses, smallest = [], 16
+    for op in loop.body.walk():
+        if isinstance(op, tile.LoadOp | tile.StoreOp):
+            buf = op.source if isinstance(op, tile.LoadOp) else op.dest
+            alloc = _fragment(buf)
+            if alloc is not None:
+                accesses.append(_Access(alloc, tuple(ivs.get(i) for i in op.indices)))
+            elif buf.type.scope in ("global", "shared"):
+                smallest = min(smallest, _bytes(buf.type))
+    return accesses, smallest
+
+
+def project(layout: Layout, dims: tuple[int, ...]) -> Layout:
+    """`layout` restricted to loop dims `dims` (in order): the others become replication."""
+    for d in sorted(set(range(len(layout.dims))) - set(dims), reverse=True):
+        layout = layout.reduce(d)
+    return layout
+
+
+class _Inference:
+    def __init__(self, kernel: tile.KernelOp):
+        self.kernel = kernel
+        self.threads = kernel.num_threads
+        self.layouts: dict[Operation, Layout] = {}  # fragment allocs and parallel loops
+
+    def set(self, key: Operation, layout: Layout, where: Operation) -> bool:
+        old = self.layouts.get(key)
+        if old is None:
+            self.layouts[key] = layout
+            return True
+        if not old.same_threads(layout):
+            name = getattr(key, "result", None)
+            what = f"fragment %{name.name_hint}" if name is not None and name.name_hint else "a fragment"
+            raise error_at(where, f"{what} is used with incompatible thread layouts: {old} and {layout}",
+                           hint="copy it into another fragment (T.copy) before using it with this shape")
+        return False
+
+    def run(self) -> None:
+        ops = list(self.kernel.body.walk())
+        for op in ops:
+            if isinstance(op, tile.GemmOp) and _fragment(op.c) is not None:
+                m, n, _ = op.mnk()
+                self.set(_fragment(op.c), gemm_accumulator_layout(m, n, self.threads), op)
+        allocs = [op for op in ops if isinstance(op, tile.AllocOp) and op.result.type.scope == "fragment"]
+        loops = [op for op in ops if isinstance(op, tile.ParallelOp)]
+        while True:
+            self.propagate(ops, loops)
+            pending = [a for a in allocs if a not in self.layouts]
+            if pending:
+                alloc = max(pending, key=lambda a: a.result.type.num_elements())
+                self.layouts[alloc] = default_layout(alloc.result.type.shape, self.threads, self.vec_for(alloc, ops))
+                continue
+            loose = [p for p in loops if p not in self.layouts]
+            if not loose:
+                return
+            loop = loose[0]
+            self.layouts[loop] = default_layout(loop.shape, self.threads, 16 // _parallel_accesses(loop)[1])
+
+    def vec_for(self, alloc: tile.AllocOp, ops) -> int:
+        sizes = [_bytes(alloc.result.type)]
+        for op in ops:
+            if isinstance(op, tile.CopyOp) and alloc.result in (op.src, op.dst):
+                other = op.dst if op.src is alloc.result else op.src
+                sizes.append(_bytes(other.type))
+        return 16 // min(sizes)
+
+    def propagate(self, ops, loops) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for op in ops:
+                if isinstance(op, tile.ReduceOp):
+                    src, dst = _fragment(op.src), _fragment(op.dst)
+                    if src in self.layouts and dst is not None:
+                        changed |= self.set(dst, self.layouts[src].reduce(op.axis), op)
+                elif isinstance(op, tile.CopyOp):
+                    src, dst = _fragment(op.src), _fragment(op.dst)
+                    if src is not None and dst is not None and op.src.type.shape == op.dst.type.shape:
+                        if src in self.layouts and dst not in self.layouts:
+                            changed |= self.set(dst, self.layouts[src], op)
+                        elif dst in self.layouts and src not in self.layouts:
+                            changed |= self.set(src, self.layouts[dst], op)
+            for loop in loops:
+                changed |= self.propagate_loop(loop)
+
+    def propagate_loop(self, loop: tile.ParallelOp) -> bool:
+        accesses, _ = _parallel_accesses(loop)
+        full = tuple(range(len(loop.shape)))
+        changed = False
+        if loop not in self.layouts:
+            for a in accesses:
+                if a.dims == full and a.alloc in self.layouts:
+                    self.layouts[loop] = self.layouts[a.alloc]
+                    changed = True
+                    break
+            else:
+                return False
+        layout = self.layouts[loop]
+        for a in accesses:
+            if None in a.dims or len(set(a.dims)) != len(a.dims) or list(a.dims) != sorted(a.dims):
+                continue  # constant or permuted indices: the lowering reads such fragments as it can
+            changed |= self.set(a.alloc, project(layout, a.dims), loop)
+        return changed
+
+
+@dataclass(frozen=True)
+class TileInferLayoutPass(ModulePass):
+    """Assign a thread layout to every fragment buffer and every tile.parallel loop."""
+
+    name = "tile-infer-layout"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.walk():
+            if not isinstance(kernel, tile.KernelOp):
+                continue
+            inference = _Inference(kernel)
+            inference.run()
+            for target, layout in inference.layouts.items():
+                target.attributes["layout"] = tile.FragmentLayoutAttr(str(layout))
+
+
+def layout_of(op: Operation) -> Layout | None:
+    """The layout a previous run of this pass put on `op` (an alloc or a parallel loop)."""
+    attr = op.attributes.get("layout")
+    return Layout.parse(attr.spec.data) if isinstance(attr, tile.FragmentLayoutAttr) else None
+
+
+__all__ = ["TileInferLayoutPass", "layout_of", "project", "root_alloc", "math"]

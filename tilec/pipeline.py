@@ -1,0 +1,170 @@
+"""Which passes run, in which order, per target; and what the runtime needs to launch the result.
+
+    tile (frontend) ─ cuda_tile_passes ─▶ tile-opt ─ convert-tile-to-thread ─▶ thread ─ targets.nvptx ─▶ PTX
+
+Each stage's IR can be kept (`get_ir(stage)`) and is written to
+`TILEC_DUMP_IR` when that is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import SSAValue
+
+from tilec import config
+from tilec.dialects import context, tile
+from tilec.errors import TilecError
+from tilec.language.program import Symbol
+
+
+def cuda_tile_passes(target) -> list:
+    """The tile-level passes for an NVIDIA target, in order."""
+    from tilec.passes.canonicalize import tile as _  # noqa: F401 - canonicalization patterns load lazily
+    from tilec.passes.tile_infer_layout import TileInferLayoutPass
+    from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
+    from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
+    from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
+
+    return [
+        TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
+        TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
+        TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
+        TileInsertBarriersPass(),  # order shared-memory accesses of different threads
+    ]
+
+
+@dataclass
+class GridExpr:
+    """How to compute the launch grid from the dynamic sizes: a tiny expression program."""
+
+    program: list = field(default_factory=list)  # [op, args...] per value, in order
+    outputs: list[int] = field(default_factory=list)  # value numbers of gx, gy, gz
+
+    _BINARY = {
+        "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
+        "arith.ceildivsi": lambda a, b: -(-a // b), "arith.floordivsi": lambda a, b: a // b,
+        "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
+        "arith.remsi": lambda a, b: a - b * int(a / b), "arith.maxsi": max, "arith.minsi": min,
+    }
+
+    def evaluate(self, sizes: dict[str, int]) -> tuple[int, int, int]:
+        values: list[int] = []
+        for op, *args in self.program:
+            if op == "const":
+                values.append(args[0])
+            elif op == "size":
+                values.append(sizes[args[0]])
+            elif op == "copy":
+                values.append(values[args[0]])
+            else:
+                values.append(self._BINARY[op](values[args[0]], values[args[1]]))
+        grid = [max(0, values[i]) for i in self.outputs]
+        return tuple(grid + [1] * (3 - len(grid)))
+
+    def to_json(self) -> str:
+        return json.dumps({"program": self.program, "outputs": self.outputs})
+
+    @staticmethod
+    def from_json(text: str) -> GridExpr:
+        data = json.loads(text)
+        return GridExpr(data["program"], data["outputs"])
+
+
+def grid_expr(program) -> GridExpr:
+    """The grid of `program`'s tile.kernel as a function of its dynamic sizes."""
+    f = program.func
+    kernel = next(op for op in f.body.block.ops if isinstance(op, tile.KernelOp))
+    expr = GridExpr()
+    numbers: dict[SSAValue, int] = {}
+
+    def number(value: SSAValue) -> int:
+        if value in numbers:
+            return numbers[value]
+        op = value.owner
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            expr.program.append(["const", op.value.value.data])
+        elif isinstance(op, tile.DimOp):
+            param = program.params[f.body.block.args.index(op.source)]
+            sym = param.shape[op.dim.value.data]
+            expr.program.append(["size", sym.name if isinstance(sym, Symbol) else str(sym)])
+        elif isinstance(op, arith.IndexCastOp):
+            expr.program.append(["copy", number(op.input)])
+        elif op is not None and op.name in GridExpr._BINARY:
+            expr.program.append([op.name, number(op.operands[0]), number(op.operands[1])])
+        else:
+            raise TilecError(f"the grid size computed by {getattr(op, 'name', value)} cannot be evaluated at launch",
+                             loc=program.loc, hint="compute grid sizes from sizes and constants with + - * //")
+        numbers[value] = len(expr.program) - 1
+        return numbers[value]
+
+    expr.outputs = [number(g) for g in kernel.grid]
+    return expr
+
+
+@dataclass
+class LaunchSpec:
+    """Everything the runtime needs to launch a lowered kernel."""
+
+    kernel_name: str
+    block: tuple[int, int, int]
+    smem_bytes: int
+    grid: GridExpr
+    args: list  # ("tensor", param index) | ("size", symbol name)
+
+    def to_json(self) -> str:
+        return json.dumps({"kernel_name": self.kernel_name, "block": list(self.block), "smem_bytes": self.smem_bytes,
+                           "grid": self.grid.to_json(), "args": self.args})
+
+    @staticmethod
+    def from_json(text: str) -> LaunchSpec:
+        d = json.loads(text)
+        return LaunchSpec(d["kernel_name"], tuple(d["block"]), d["smem_bytes"], GridExpr.from_json(d["grid"]),
+                          [tuple(a) for a in d["args"]])
+
+
+def _dump(stage: str, text: str, name: str) -> None:
+    if config.DUMP_IR:
+        os.makedirs(config.DUMP_IR, exist_ok=True)
+        with open(os.path.join(config.DUMP_IR, f"{name}.{stage}.mlir"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, LaunchSpec, dict[str, str]]:
+    """Runs the tile passes and the conversion; returns the thread module, launch spec and stage IRs."""
+    from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
+    from tilec.target import print_ir
+
+    ctx = context()
+    module = program.module.clone()
+    stages = {"tile": print_ir(program.module)}
+    grid = grid_expr(program)
+    kernel = next(op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp))
+    block = kernel.thread_extents
+    for p in cuda_tile_passes(target):
+        p.apply(ctx, module)
+        if config.VERIFY:
+            module.verify()
+        _dump(p.name, print_ir(module), program.name)
+    stages["tile-opt"] = print_ir(module)
+    ConvertTileToThreadPass().apply(ctx, module)
+    module.verify()
+    stages["thread"] = print_ir(module)
+    _dump("thread", stages["thread"], program.name)
+    kfunc = next(op for op in module.ops if isinstance(op, func.FuncOp) and "nvvm.kernel" in op.attributes)
+    smem = kfunc.attributes["tilec.smem_bytes"].value.data
+    if smem > target.smem_per_block:
+        raise TilecError(f"the kernel needs {smem} bytes of shared memory, more than the {target.smem_per_block} "
+                         f"a block may use on {target.name}", loc=program.loc,
+                         hint="use smaller tiles or fewer pipeline stages")
+    pairs = kfunc.attributes["tilec.sizes"].get_values()
+    args: list = [("tensor", i) for i in range(len(program.params))]
+    for i in range(0, len(pairs), 2):
+        sym = program.params[pairs[i]].shape[pairs[i + 1]]
+        args.append(("size", sym.name))
+    spec = LaunchSpec(kfunc.sym_name.data, block, smem, grid, args)
+    return module, spec, stages
