@@ -1160,7 +1160,7 @@ class PrintOp(IRDLOperation):
 
     ```mlir
     %v = arith.constant 1.0 : f32
-    tile.print %v {msg = "v"} : f32
+    tile.print %v : f32 {msg = "v"}
     ```
     """
 

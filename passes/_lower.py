@@ -376,5 +376,7 @@ def _bytes(typ: Attribute) -> int:
 def memref_type(element_type: Attribute, count: int | None, space: int | None = None) -> MemRefType:
     from xdsl.dialects.builtin import IntegerAttr as IA
 
-    shape = [-1 if count is None else count]
+    from xdsl.dialects.builtin import DYNAMIC_INDEX
+
+    shape = [DYNAMIC_INDEX if count is None else count]
     return MemRefType(element_type, shape, NoneAttr(), NoneAttr() if space is None else IA(space, 64))

@@ -102,8 +102,35 @@ def cmd_compile(args) -> int:
 # --------------------------------------------------------------------------- #
 
 
-def _run_pipeline(text: str, pipeline: str, generic: bool) -> str:
+def _parse(text: str, filename: str = "<input>", lines: dict | None = None, position: list | None = None):
+    """Parses IR, giving each op without a location its file:line:col, as mlir-opt does."""
+    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
     from xdsl.parser import Parser
+    from xdsl.utils.exceptions import VerifyException
+
+    from tilec.dialects import context
+
+    class LocatingParser(Parser):
+        def parse_operation(self):
+            start = self._current_token.span.start
+            try:
+                op = super().parse_operation()
+            except VerifyException:
+                if position is not None and not position:
+                    position.append(start)  # the innermost op being parsed
+                raise
+            line = _line_of(text, start)
+            col = start - (text.rfind("\n", 0, start) + 1) + 1
+            if isinstance(op.location, UnknownLoc):
+                op.location = FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
+            if lines is not None:
+                lines[id(op)] = line
+            return op
+
+    return LocatingParser(context(), text).parse_module()
+
+
+def _run_pipeline(text: str, pipeline: str, generic: bool, filename: str = "<input>") -> str:
     from xdsl.passes import PassPipeline
     from xdsl.printer import Printer
 
@@ -111,7 +138,7 @@ def _run_pipeline(text: str, pipeline: str, generic: bool) -> str:
     from tilec.dialects import context
 
     ctx = context()
-    module = Parser(ctx, text).parse_module()
+    module = _parse(text, filename)
     module.verify()
     if pipeline:
         try:
@@ -131,24 +158,16 @@ def _line_of(text: str, pos: int) -> int:
 
 def _diagnostics(text: str, pipeline: str) -> list[tuple[int, str]]:
     """(line, message) of each verifier or pass error in `text`."""
-    from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError, VerifyException
 
     lines: dict[int, int] = {}
-
-    class LocatingParser(Parser):
-        def parse_operation(self):
-            start = self._current_token.span.start
-            op = super().parse_operation()
-            lines[id(op)] = _line_of(text, start)
-            return op
-
-    from tilec.dialects import context
-
+    position: list[int] = []
     try:
-        module = LocatingParser(context(), text).parse_module()
+        module = _parse(text, "<chunk>", lines, position)
     except ParseError as e:
         return [(_line_of(text, e.span.start), str(e.msg) if hasattr(e, "msg") else str(e))]
+    except VerifyException as e:  # a type or attribute rejected while it was parsed
+        return [(_line_of(text, position[0]), str(e))]
     found = []
     for op in module.walk():
         try:
@@ -202,7 +221,7 @@ def cmd_opt(args) -> int:
         for p in problems:
             print(f"{args.file}:{p}", file=sys.stderr)
         return 1 if problems else 0
-    outputs = [_run_pipeline(chunk, args.passes, args.generic) for chunk in chunks]
+    outputs = [_run_pipeline(chunk, args.passes, args.generic, args.file) for chunk in chunks]
     sys.stdout.write("// -----\n".join(outputs))
     return 0
 
@@ -230,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("-o", "--output")
     o = sub.add_parser("opt", help="run passes on a .mlir file", epilog=None,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    o.add_argument("file")
+    o.add_argument("file", nargs="?", default="-")
     o.add_argument("-p", "--passes", default="", help="comma-separated pipeline, e.g. canonicalize,cse")
     o.add_argument("--split-input-file", action="store_true")
     o.add_argument("--verify-diagnostics", action="store_true")

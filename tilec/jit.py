@@ -209,7 +209,10 @@ class JITFunction:
     def __call__(self, *args, **kwargs):
         if not self._eager:
             return self._lazy(*args, **kwargs)
-        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=_def_loc(self.fn)) from None
         tensors = {k: v for k, v in bound.arguments.items() if k in self._tensor_params}
         spec, _ = self._split_eager_kwargs({k: v for k, v in bound.arguments.items() if k not in self._tensor_params})
         kernel = self._eager_kernel(spec, self._bind_consts(tensors, spec))

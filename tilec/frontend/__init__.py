@@ -146,9 +146,12 @@ def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> t
     with builder.at_end_of(program.block):
         declare(visitor, program)
         visitor.visit_body(fdef.body)
-    program.block.add_op(func.ReturnOp())
+    ret = func.ReturnOp()
+    ret.location = builder.stamp(loc)
+    program.block.add_op(ret)
     types = [a.type for a in program.block.args]
     fop = func.FuncOp(fn.__name__, FunctionType.from_lists(types, []), Region(program.block))
+    fop.location = builder.stamp(loc)
     module = ModuleOp([fop])
     try:
         module.verify()

@@ -112,7 +112,7 @@ def attribute(v, base, name: str):
             return base.dtype
         if name == "astype":
             return BoundMethod(base, "astype")
-    raise v.b.error(f"{base} has no attribute `{name}` in a kernel")
+    raise v.b.error(f"{describe_(base)} has no attribute `{name}` in a kernel")
 
 
 # --------------------------------------------------------------------------- #
@@ -388,7 +388,7 @@ def _ceildiv(v, a, b):
 
 
 def _if_then_else(v, cond, then_value, else_value):
-    cond = v.rvalue(cond)
+    cond = v.condition(cond, "T.if_then_else")
     if not isinstance(cond, Scalar):
         return v.rvalue(then_value if cond else else_value)
     return v.b.select(cond, v.rvalue(then_value), v.rvalue(else_value))
@@ -471,6 +471,10 @@ def _annotate_layout(v, layout_map):
 
 
 def _make_swizzled_layout(v, buffer, swizzle_bytes):
+    if swizzle_bytes not in (32, 64, 128):
+        raise v.b.error(f"make_swizzled_layout: swizzle_bytes must be 32, 64 or 128, got {swizzle_bytes!r}")
+    if not isinstance(buffer, TileRef) or buffer.scope != "shared":
+        raise v.b.error(f"make_swizzled_layout needs a shared buffer, got {describe_(buffer)}")
     return SwizzleLayout(buffer, int(swizzle_bytes))
 
 

@@ -221,6 +221,14 @@ class KernelVisitor(ast.NodeVisitor):
                 f"{ref} has {len(ref.shape)} dimensions but is indexed with {len(access.indices)}",
                 hint=f"index it as {ref}[{', '.join('i' + str(k) for k in range(len(ref.shape)))}]")
 
+    def condition(self, value, what: str):
+        """`value` as a condition: a compile-time value or a run-time scalar, never a tile."""
+        value = self.rvalue(value)
+        if isinstance(value, TileRef):
+            raise self.b.error(f"{what} needs a scalar condition, got {describe(value)}",
+                               hint="index the tile to compare one element")
+        return value
+
     def load(self, access: Access) -> Scalar:
         self.check_point(access)
         indices = [self.index_ssa(i) for i in access.indices]
@@ -303,7 +311,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.bind(name, value)
 
     def visit_If(self, node: ast.If) -> None:
-        cond = self.rvalue(self.visit(node.test))
+        cond = self.condition(self.visit(node.test), "`if`")
         if not isinstance(cond, Scalar):
             self.visit_body(node.body if cond else node.orelse)
             return
@@ -326,7 +334,9 @@ class KernelVisitor(ast.NodeVisitor):
         if isinstance(iterable, ast.Call):
             func = self.visit(iterable.func)
             if func is range or tb.builtin_name(func) in tb.LOOPS:
-                args = [self.visit(a) for a in iterable.args]
+                args = []
+                for a in iterable.args:
+                    args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
                 kwargs = {k.arg: self.visit(k.value) for k in iterable.keywords}
                 tb.emit_loop(self, node, "serial" if func is range else tb.builtin_name(func), args, kwargs)
                 return

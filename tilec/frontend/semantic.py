@@ -93,9 +93,13 @@ class Builder:
         finally:
             self.blocks.pop()
 
+    @staticmethod
+    def stamp(loc: SourceLoc) -> FileLineColLoc:
+        return FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+
     def emit(self, op: Operation) -> Operation:
         if self.loc is not None:
-            op.location = FileLineColLoc(StringAttr(self.loc.file), IntAttr(self.loc.line), IntAttr(self.loc.col))
+            op.location = self.stamp(self.loc)
         block = self.blocks[-1]
         terminator = block.last_op
         if terminator is not None and terminator.has_trait(IsTerminator):

@@ -75,7 +75,7 @@ class TileRef:
         return from_ir(self.type.element_type)
 
     def __str__(self) -> str:
-        return self.name or "tile"
+        return self.name or self.ssa.name_hint or "tile"
 
 
 @dataclass(frozen=True)

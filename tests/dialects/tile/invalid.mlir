@@ -1,0 +1,679 @@
+// RUN: tilec opt %s --split-input-file --verify-diagnostics
+
+// One case per verifier message of the tile dialect. Each error is reported at
+// the line where the failing op starts. Type and attribute parameters
+// (buffer scope, buffer sizes, swizzle bytes) are verified while parsing, which
+// --verify-diagnostics cannot attribute yet: tests/dialects/test_tile_types.py
+// covers them.
+
+// tile.gemm: A is a global tensor; gemm operands are typed as on-chip buffers.
+// The custom form's parser rejects the operand type, so this case is generic.
+func.func @gemm_a_in_global(%A: !tile.tensor<64x32xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{operand 'a' at position 0 does not verify}}
+    "tile.gemm"(%A, %b, %c) : (!tile.tensor<64x32xf16>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>) -> ()
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: the accumulator C must be a fragment or local buffer.
+func.func @gemm_c_in_shared() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, shared>
+    // expected-error@+1 {{tile.gemm: C must be in fragment or local scope, got shared}}
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: A must be shared or fragment, not per-thread local.
+func.func @gemm_a_local() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, local>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: A must be in shared or fragment scope, got local}}
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, local>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: A's K (32) differs from B's K (16).
+func.func @gemm_k_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<16x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: K differs: A gives 32, B gives 16}}
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, !tile.buffer<16x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: with transpose_b, B is NxK: K is its second dimension.
+func.func @gemm_k_mismatch_transposed() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x32xf32, fragment>
+    // expected-error@+1 {{tile.gemm: K differs: A gives 32, B gives 64}}
+    tile.gemm %a, %b, %c {transpose_b = true} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x32xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: C has 32 rows but A has M = 64.
+func.func @gemm_m_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<32x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: C must be (64, 64) for A (64, 32) and B (32, 64), got (32, 64)}}
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<32x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: C has 128 columns but B has N = 64.
+func.func @gemm_n_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x128xf32, fragment>
+    // expected-error@+1 {{tile.gemm: C must be (64, 64) for A (64, 32) and B (32, 64), got (64, 128)}}
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x128xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: operands are matrices.
+func.func @gemm_not_2d() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<2x64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: A must be 2-D, got shape (2, 64, 32)}}
+    tile.gemm %a, %b, %c : !tile.buffer<2x64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: A and B must have one element type.
+func.func @gemm_mixed_input_types() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xbf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: A and B element types differ: f16 vs bf16}}
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xbf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: an unknown warp policy.
+func.func @gemm_bad_policy() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: policy must be one of square, full_row, full_col, got 'diagonal'}}
+    tile.gemm %a, %b, %c {policy = "diagonal"} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: k_pack counts K elements packed together, at least 1.
+func.func @gemm_bad_k_pack() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: k_pack must be >= 1}}
+    tile.gemm %a, %b, %c {k_pack = 0 : i64} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.copy: the shapes differ even after dropping unit dimensions.
+func.func @copy_shape_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %f = tile.alloc : !tile.buffer<32x64xf32, fragment>
+    // expected-error@+1 {{tile.copy: shapes differ: src (64, 32) vs dst (32, 64)}}
+    tile.copy %s, %f : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.fill: the value has the buffer's element type (no implicit conversion).
+func.func @fill_value_type_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %v = arith.constant 0.0 : f16
+    %f = tile.alloc : !tile.buffer<64xf32, fragment>
+    // expected-error@+1 {{tile.fill: value type f16 differs from element type f32}}
+    tile.fill %f, %v : !tile.buffer<64xf32, fragment>, f16
+  }
+  func.return
+}
+
+// -----
+
+// tile.reduce: an unknown reduction kind.
+func.func @reduce_bad_kind() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    %y = tile.alloc : !tile.buffer<4xf32, fragment>
+    // expected-error@+1 {{tile.reduce: kind must be one of sum, max, min, abssum, absmax, got 'prod'}}
+    tile.reduce %x, %y {kind = "prod", dim = 1 : i64, clear = true} : !tile.buffer<4x64xf32, fragment>, !tile.buffer<4xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.reduce: dim must name a dimension of the source (no negative dims in the IR).
+func.func @reduce_dim_out_of_range() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    %y = tile.alloc : !tile.buffer<4xf32, fragment>
+    // expected-error@+1 {{tile.reduce: dim 2 out of range for a rank-2 source}}
+    tile.reduce %x, %y {kind = "sum", dim = 2 : i64, clear = true} : !tile.buffer<4x64xf32, fragment>, !tile.buffer<4xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.reduce: reducing dim 0 of 4x64 leaves 64 elements, not 4.
+func.func @reduce_wrong_dst_shape() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    %y = tile.alloc : !tile.buffer<4xf32, fragment>
+    // expected-error@+1 {{tile.reduce: reducing (4, 64) along dim 0 gives (64,), but dst is (4,)}}
+    tile.reduce %x, %y {kind = "sum", dim = 0 : i64, clear = true} : !tile.buffer<4x64xf32, fragment>, !tile.buffer<4xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cumsum: a scan keeps the shape.
+func.func @cumsum_shape_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    %y = tile.alloc : !tile.buffer<4x32xf32, fragment>
+    // expected-error@+1 {{tile.cumsum: src (4, 64) and dst (4, 32) shapes differ}}
+    tile.cumsum %x, %y {dim = 1 : i64} : !tile.buffer<4x64xf32, fragment>, !tile.buffer<4x32xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cummax: dim must name a dimension of the source.
+func.func @cummax_dim_out_of_range() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<64xf32, shared>
+    // expected-error@+1 {{tile.cummax: dim 1 out of range for a rank-1 source}}
+    tile.cummax %x, %x {dim = 1 : i64} : !tile.buffer<64xf32, shared>, !tile.buffer<64xf32, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.load: one index per dimension.
+func.func @load_index_count() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    // expected-error@+1 {{tile.load: 2 indices expected for a rank-2 tile, got 1}}
+    %v = tile.load %x[%bx] : !tile.buffer<4x64xf32, fragment> -> f32
+  }
+  func.return
+}
+
+// -----
+
+// tile.load: the result has the element type.
+func.func @load_wrong_result_type() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    // expected-error@+1 {{tile.load: element type f32 expected, got f16}}
+    %v = tile.load %x[%bx, %bx] : !tile.buffer<4x64xf32, fragment> -> f16
+  }
+  func.return
+}
+
+// -----
+
+// tile.store: the stored value has the element type.
+func.func @store_type_mismatch() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    %v = arith.constant 1 : i32
+    // expected-error@+1 {{tile.store: element type f32 expected, got i32}}
+    tile.store %v, %x[%bx, %bx] : i32, !tile.buffer<4x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.store: one index per dimension.
+func.func @store_index_count() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x64xf32, fragment>
+    %v = arith.constant 1.0 : f32
+    // expected-error@+1 {{tile.store: 2 indices expected for a rank-2 tile, got 3}}
+    tile.store %v, %x[%bx, %bx, %bx] : f32, !tile.buffer<4x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: one offset per dimension of the source.
+func.func @region_offset_count(%A: !tile.tensor<256x128xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.region: 2 offsets expected for a rank-2 tile, got 1}}
+    %r = tile.region %A[%bx] : !tile.tensor<256x128xf16> -> !tile.tensor<64x32xf16>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: a region of a global tensor is a global tensor, not a buffer.
+func.func @region_changes_scope(%A: !tile.tensor<256x128xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.region: a region keeps the scope of its source (global), got shared}}
+    %r = tile.region %A[%bx, %bx] : !tile.tensor<256x128xf16> -> !tile.buffer<64x32xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: unit dimensions are kept, never dropped.
+func.func @region_changes_rank(%A: !tile.tensor<256x128xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.region: a region keeps the rank of its source}}
+    %r = tile.region %A[%bx, %bx] : !tile.tensor<256x128xf16> -> !tile.tensor<64xf16>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: a window does not convert.
+func.func @region_changes_element_type(%A: !tile.tensor<256x128xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.region: a region keeps the element type}}
+    %r = tile.region %A[%bx, %bx] : !tile.tensor<256x128xf16> -> !tile.tensor<64x32xf32>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: extents are positive.
+func.func @region_empty_extent(%A: !tile.tensor<256x128xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.region: region extents must be positive constants}}
+    %r = tile.region %A[%bx, %bx] : !tile.tensor<256x128xf16> -> !tile.tensor<0x32xf16>
+  }
+  func.return
+}
+
+// -----
+
+// tile.dim: dim names a dimension of the tensor.
+func.func @dim_out_of_range(%A: !tile.tensor<256x128xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.dim: dim 2 out of range for rank 2}}
+    %n = tile.dim %A {dim = 2 : i64} : !tile.tensor<256x128xf16>
+  }
+  func.return
+}
+
+// -----
+
+// tile.reshape: the number of elements is kept.
+func.func @reshape_element_count() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x32xf16, shared>
+    // expected-error@+1 {{tile.reshape: (64, 32) and (1024,) hold different numbers of elements}}
+    %v = tile.reshape %s : !tile.buffer<64x32xf16, shared> -> !tile.buffer<1024xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.reshape: a view stays in the buffer's scope.
+func.func @reshape_changes_scope() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x32xf16, shared>
+    // expected-error@+1 {{tile.reshape: scope must not change}}
+    %v = tile.reshape %s : !tile.buffer<64x32xf16, shared> -> !tile.buffer<2048xf16, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.reshape: a view does not convert.
+func.func @reshape_changes_element_type() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x32xf16, shared>
+    // expected-error@+1 {{tile.reshape: element type must not change}}
+    %v = tile.reshape %s : !tile.buffer<64x32xf16, shared> -> !tile.buffer<2048xbf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.atomic: a fragment is private to the block; atomics target global or shared memory.
+func.func @atomic_on_fragment() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %f = tile.alloc : !tile.buffer<64xf32, fragment>
+    %v = arith.constant 1.0 : f32
+    // expected-error@+1 {{tile.atomic: dst must be global or shared, got fragment}}
+    tile.atomic %f[%bx], %v {kind = "add"} : !tile.buffer<64xf32, fragment>, f32
+  }
+  func.return
+}
+
+// -----
+
+// tile.atomic: an unknown combining kind.
+func.func @atomic_bad_kind(%C: !tile.tensor<64xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %v = arith.constant 1.0 : f32
+    // expected-error@+1 {{tile.atomic: kind must be one of add, max, min, got 'mul'}}
+    tile.atomic %C[%bx], %v {kind = "mul"} : !tile.tensor<64xf32>, f32
+  }
+  func.return
+}
+
+// -----
+
+// tile.atomic: an element atomic takes a value of the element type.
+func.func @atomic_element_type(%C: !tile.tensor<64xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %v = arith.constant 1.0 : f16
+    // expected-error@+1 {{tile.atomic: element type f32 expected, got f16}}
+    tile.atomic %C[%bx], %v {kind = "add"} : !tile.tensor<64xf32>, f16
+  }
+  func.return
+}
+
+// -----
+
+// tile.atomic: a tile atomic combines two tiles of one shape.
+func.func @atomic_tile_shape_mismatch(%C: !tile.tensor<64xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %f = tile.alloc : !tile.buffer<32xf32, fragment>
+    // expected-error@+1 {{tile.atomic: shapes differ: value (32,) vs dst (64,)}}
+    tile.atomic %C[], %f {kind = "add"} : !tile.tensor<64xf32>, !tile.buffer<32xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.atomic: without indices the value is a tile, not a scalar.
+func.func @atomic_tile_needs_tile_value(%C: !tile.tensor<64xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %v = arith.constant 1.0 : f32
+    // expected-error@+1 {{tile.atomic: value must be a tile (tensor or buffer), got f32}}
+    tile.atomic %C[], %v {kind = "add"} : !tile.tensor<64xf32>, f32
+  }
+  func.return
+}
+
+// -----
+
+// tile.annotate_layout: only shared buffers have a swizzled layout.
+func.func @annotate_layout_not_shared() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %f = tile.alloc : !tile.buffer<64x64xf16, fragment>
+    // expected-error@+1 {{tile.annotate_layout: buffer must be in shared scope, got fragment}}
+    tile.annotate_layout %f {layout = #tile.swizzle<128>} : !tile.buffer<64x64xf16, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.use_swizzle: a panel holds at least one block.
+func.func @use_swizzle_panel_size() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.use_swizzle: panel_size must be >= 1}}
+    tile.use_swizzle {panel_size = 0 : i64, order = "row"}
+  }
+  func.return
+}
+
+// -----
+
+// tile.use_swizzle: panels are rows or columns of blocks.
+func.func @use_swizzle_order() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.use_swizzle: order must be 'row' or 'col', got 'diag'}}
+    tile.use_swizzle {panel_size = 8 : i64, order = "diag"}
+  }
+  func.return
+}
+
+// -----
+
+// tile.thread_id: blocks have three dimensions.
+func.func @thread_id_dim() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.thread_id: dim must be 0, 1 or 2}}
+    %t = tile.thread_id {dim = 3 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: an unknown loop kind.
+func.func @for_bad_kind() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    // expected-error@+1 {{tile.for: kind must be one of serial, pipelined, unroll, vectorized, got 'parallel'}}
+    tile.for %k = %c0 to %c8 step %g {
+    } {kind = "parallel"}
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: num_stages counts buffers.
+func.func @for_negative_stages() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    // expected-error@+1 {{tile.for: num_stages must be >= 0, got -1}}
+    tile.for %k = %c0 to %c8 step %g {
+    } {kind = "pipelined", num_stages = -1 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.parallel: extents are positive.
+func.func @parallel_nonpositive_extent() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.parallel: extents must be positive, got [4, 0]}}
+    tile.parallel (%i, %j) in [4, 0] {
+    }
+  }
+  func.return
+}
+
+// -----
+
+// tile.parallel: a loop nest has at least one loop.
+func.func @parallel_no_extent() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.parallel: needs at least one extent}}
+    tile.parallel () in [] {
+    }
+  }
+  func.return
+}
+
+// -----
+
+// tile.parallel outside a tile.kernel: there are no threads to partition it over.
+func.func @parallel_outside_kernel() {
+  // expected-error@+1 {{tile.parallel: must be inside a tile.kernel}}
+  tile.parallel (%i) in [64] {
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc outside a tile.kernel: on-chip buffers belong to a block.
+func.func @alloc_outside_kernel() {
+  // expected-error@+1 {{tile.alloc: fragment buffers exist only inside a tile.kernel}}
+  %f = tile.alloc : !tile.buffer<64xf32, fragment>
+  func.return
+}
+
+// -----
+
+// tile.kernel: more than 1024 threads per block.
+func.func @kernel_too_many_threads() {
+  %g = arith.constant 1 : index
+  // expected-error@+1 {{tile.kernel: at most 1024 threads per block, got 2048}}
+  tile.kernel (%bx) in (%g) threads [256, 8, 1] {
+  }
+  func.return
+}
+
+// -----
+
+// tile.kernel: the block shape has three positive extents.
+func.func @kernel_zero_threads() {
+  %g = arith.constant 1 : index
+  // expected-error@+1 {{tile.kernel: threads must be three positive extents, got [128, 0, 1]}}
+  tile.kernel (%bx) in (%g) threads [128, 0, 1] {
+  }
+  func.return
+}
+
+// -----
+
+// tile.kernel: the block shape is always [x, y, z].
+func.func @kernel_two_thread_extents() {
+  %g = arith.constant 1 : index
+  // expected-error@+1 {{tile.kernel: threads must be three positive extents, got [128, 1]}}
+  tile.kernel (%bx) in (%g) threads [128, 1] {
+  }
+  func.return
+}
+
+// -----
+
+// tile.kernel: grids have 1 to 3 dimensions.
+func.func @kernel_4d_grid() {
+  %g = arith.constant 1 : index
+  // expected-error@+1 {{tile.kernel: grid must have 1 to 3 dimensions, got 4}}
+  tile.kernel (%a, %b, %c, %d) in (%g, %g, %g, %g) threads [128, 1, 1] {
+  }
+  func.return
+}
+
+// -----
+
+// tile.kernel (generic form): one block index per grid dimension.
+func.func @kernel_block_index_count() {
+  %g = arith.constant 1 : index
+  // expected-error@+1 {{tile.kernel: the body needs one block index per grid dimension}}
+  "tile.kernel"(%g, %g) <{threads = array<i64: 128, 1, 1>}> ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) : (index, index) -> ()
+  func.return
+}

@@ -1,0 +1,614 @@
+"""A catalogue of malformed kernels and the located errors they raise.
+
+Each case is a function that builds (or calls) one broken kernel; the
+offending line carries the marker comment `# ERR`.  The rendered TilecError
+must name this file and that line, contain the case's message fragment (and
+hint, where one is promised), and read like a compiler diagnostic: no Python
+traceback, no chained exception, no "internal compiler error".
+"""
+
+# Kernels bind block indices and buffers they do not use: that is the DSL, not dead code.
+# ruff: noqa: F841, RUF059
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec.frontend import build_prim_func
+from tilec.layout import make_swizzled_layout
+
+CASES = []
+
+
+def case(fragment: str, hint: str | None = None, *, bug: str | None = None):
+    """Registers `fn` as a case: calling it must raise the described TilecError.
+
+    `bug` marks a case the compiler gets wrong today (a strict xfail naming the fix).
+    """
+
+    def register(fn):
+        marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+        CASES.append(pytest.param(fn, fragment, hint, id=fn.__name__, marks=marks))
+        return fn
+
+    return register
+
+
+def helper(n):
+    return n + 1
+
+
+# --------------------------------------------------------------------------- #
+# Types, shapes and scopes
+# --------------------------------------------------------------------------- #
+
+
+@case("tensor `A`: unknown dtype 'flaot16'")
+def wrong_dtype_name():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "flaot16")):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    build_prim_func(main)
+
+
+@case("T.alloc_shared: unknown dtype 'halff'", hint="T.float16")
+def wrong_alloc_dtype_name():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float16)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64,), "halff")  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.copy shapes differ: src (64, 32) vs dst (32, 64)", hint="same shape")
+def copy_shape_mismatch():
+    @T.prim_func
+    def main(A: T.Tensor((128, 128), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((32, 64), T.float16)
+            T.copy(A[0:64, 0:32], s)  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "T.gemm K differs: A (64, 32) gives K=32, B (16, 64) gives K=16",
+    hint="transpose_A / transpose_B",
+)
+def gemm_k_mismatch():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 32), T.float16)
+            b = T.alloc_shared((16, 64), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.gemm(a, b, c)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.gemm C must be (64, 64) for A (64, 32) and B (32, 64), got (64, 32)")
+def gemm_c_wrong_shape():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 32), T.float16)
+            b = T.alloc_shared((32, 64), T.float16)
+            c = T.alloc_fragment((64, 32), T.float32)
+            T.gemm(a, b, c)  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "T.gemm operand A must be in shared or fragment scope, got a global tile",
+    hint="T.alloc_shared",
+)
+def gemm_operand_in_global_scope():
+    @T.prim_func
+    def main(A: T.Tensor((64, 32), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            b = T.alloc_shared((32, 64), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.gemm(A, b, c)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.reduce_sum: dim 2 is out of range for a 2-D source (4, 64)")
+def reduce_dim_out_of_range():
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((4, 64), T.float32)
+            r = T.alloc_fragment((4,), T.float32)
+            T.reduce_sum(x, r, dim=2)  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "T.reduce_max: reducing (4, 64) along dim 0 gives (64,), but the destination is (4,)"
+)
+def reduce_dst_wrong_shape():
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((4, 64), T.float32)
+            r = T.alloc_fragment((4,), T.float32)
+            T.reduce_max(x, r, dim=0)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.alloc_fragment: buffer sizes must be positive integers, got 0")
+def buffer_size_not_positive():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64, 0), T.float32)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.infinity needs a floating-point dtype, got int32")
+def infinity_of_int_dtype():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64,), T.int32)
+            T.fill(x, T.infinity(T.int32))  # ERR
+
+    build_prim_func(main)
+
+
+@case("operator % is not defined for f32")
+def float_modulo():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                A[i] = A[i] % 2.0  # ERR
+
+    build_prim_func(main)
+
+
+# --------------------------------------------------------------------------- #
+# Elements and regions
+# --------------------------------------------------------------------------- #
+
+
+@case("T.copy between two single elements", hint="give one side as a buffer or a slice")
+def copy_between_two_points():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A[0, 0], B[bx, 0])  # ERR
+
+    build_prim_func(main)
+
+
+@case("has 2 dimensions but is indexed with 1", hint="[i0, i1]")
+def index_2d_buffer_with_one_index():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64, 64), T.float32)
+            for i in T.Parallel(64):
+                x[i] = 1.0  # ERR
+
+    build_prim_func(main)
+
+
+@case("into one element", hint="T.copy")
+def store_tile_into_element():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            A[bx, 0] = x  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "the extent of slice 0 of A is not a compile-time constant",
+    hint="start:start + size",
+)
+def slice_extent_not_constant():
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32)):
+        with T.Kernel(4, threads=64) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            T.copy(A[bx * 64 : bx * 128], x)  # ERR
+
+    build_prim_func(main)
+
+
+# --------------------------------------------------------------------------- #
+# Names, Python constructs and calls
+# --------------------------------------------------------------------------- #
+
+
+@case("unknown name `T.reduce_summ` in the kernel language", hint="T.reduce_sum")
+def unknown_language_name():
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((4, 64), T.float32)
+            r = T.alloc_fragment((4,), T.float32)
+            T.reduce_summ(x, r, dim=1)  # ERR
+
+    build_prim_func(main)
+
+
+@case("name `undefined_buffer` is not defined")
+def unknown_name():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, undefined_buffer)  # ERR  # noqa: F821
+
+    build_prim_func(main)
+
+
+@case("unsupported Python construct `While` in a kernel", hint="T.serial")
+def while_loop():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            while bx < 4:  # ERR
+                pass
+
+    build_prim_func(main)
+
+
+@case("unsupported Python construct `Try` in a kernel", hint="T.device_assert")
+def try_statement():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            try:  # ERR
+                pass
+            finally:
+                pass
+
+    build_prim_func(main)
+
+
+@case("unsupported Python construct `Lambda` in a kernel", hint="@T.macro")
+def lambda_expression():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            f = lambda x: x + 1  # ERR
+
+    build_prim_func(main)
+
+
+@case("unsupported Python construct `ListComp` in a kernel")
+def list_comprehension():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            sizes = [k * 2 for k in range(4)]  # ERR
+
+    build_prim_func(main)
+
+
+@case("unsupported Python construct `Break` in a kernel", hint="`if`")
+def break_statement():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for k in T.serial(4):
+                break  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "is assigned inside a run-time loop or `if` but defined outside it",
+    hint="T.alloc_var",
+)
+def reassign_outer_name_in_runtime_loop():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            total = 0
+            for k in T.serial(4):
+                total = total + k  # ERR
+            A[bx] = total
+
+    build_prim_func(main)
+
+
+@case("cannot call Python function `helper` with run-time values", hint="@T.macro")
+def plain_function_with_runtime_values():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            A[bx] = helper(bx)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.Parallel is only usable as the iterable of a `for` loop")
+def parallel_outside_for():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            loops = T.Parallel(64)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.Parallel extents must be positive compile-time integers", hint="T.serial")
+def parallel_runtime_extent():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(4, threads=64) as bx:
+            for i in T.Parallel(bx + 1):  # ERR
+                A[i] = 0.0
+
+    build_prim_func(main)
+
+
+# --------------------------------------------------------------------------- #
+# Kernels and programs
+# --------------------------------------------------------------------------- #
+
+
+@case("T.alloc_fragment is only usable inside `with T.Kernel(...)`", hint="kernel body")
+def fragment_outside_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        x = T.alloc_fragment((64,), T.float32)  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, x)
+
+    build_prim_func(main)
+
+
+@case(
+    "T.Kernel has 2 grid dimensions but `as (bx, by, bz)` names 3 block indices",
+    hint="one block index per grid dimension",
+)
+def wrong_number_of_block_indices():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(2, 2, threads=64) as (bx, by, bz):  # ERR
+            pass
+
+    build_prim_func(main)
+
+
+@case("2048 threads per block exceed the limit of 1024")
+def too_many_threads():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=[256, 8]) as bx:  # ERR
+            pass
+
+    build_prim_func(main)
+
+
+@case("T.Kernel cannot be nested inside another T.Kernel")
+def nested_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:  # noqa: SIM117 - the nesting is the mistake
+            with T.Kernel(1, threads=64) as by:  # ERR
+                pass
+
+    build_prim_func(main)
+
+
+@case("T.empty is for eager kernels", hint="out_idx")
+def empty_inside_prim_func():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        B = T.empty((64,), T.float32)  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, B)
+
+    build_prim_func(main)
+
+
+@case("parameter `B` of main needs a T.Tensor(shape, dtype) annotation")
+def prim_func_parameter_without_annotation():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    build_prim_func(main)
+
+
+@case("out_idx 2 is out of range for main, which has 2 parameters")
+def out_idx_out_of_range():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, B)
+
+    tilec.compile(main, out_idx=[2], target="interp")
+
+
+@case("unknown pass-config key 'tl.disable_tma_lowr'", hint="tl.disable_tma_lower")
+def unknown_pass_config_key():
+    def factory(n):  # ERR
+        @T.prim_func
+        def main(A: T.Tensor((n,), T.float32)):
+            with T.Kernel(1, threads=64) as bx:
+                pass
+
+        return main
+
+    tilec.jit(out_idx=[-1], pass_configs={"tl.disable_tma_lowr": True})(factory)
+
+
+@case("T.const `N` is not bound", hint="compile(N=...)")
+def const_not_bound():
+    @tilec.jit(target="interp")
+    def kernel(A):
+        N = T.const("N")  # ERR
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    kernel.compile()
+
+
+@case("argument 0 (`A`) must be float32, got float64", hint=".to(float32)")
+def eager_call_wrong_dtype():
+    @tilec.jit(target="interp")
+    def kernel(A):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A[0:64], B[0:64])
+        return B
+
+    kernel(np.zeros(64, np.float64))
+
+
+@case("tensor `A` must have 2 dimensions, got shape (64,)")
+def eager_call_wrong_rank():
+    @tilec.jit(target="interp")
+    def kernel(A):  # ERR
+        M, N = T.const("M, N")
+        A: T.Tensor((M, N), T.float32)
+        B = T.empty((M, N), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, B)
+        return B
+
+    kernel(np.zeros(64, np.float32))
+
+
+# --------------------------------------------------------------------------- #
+# Diagnostics for mistakes the compiler once missed
+# --------------------------------------------------------------------------- #
+
+
+@case(
+    "swizzle_bytes must be 32, 64 or 128, got 16",
+)
+def swizzle_bytes_invalid():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64, 64), T.float16)
+            T.annotate_layout({s: make_swizzled_layout(s, swizzle_bytes=16)})  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "condition",
+)
+def tile_as_if_condition():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            if x:  # ERR
+                T.fill(x, 0.0)
+
+    build_prim_func(main)
+
+
+@case(
+    "condition",
+)
+def tile_as_if_then_else_condition():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            for i in T.Parallel(64):
+                x[i] = T.if_then_else(x, 1.0, 2.0)  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "has no attribute `shape`",
+)
+def attribute_of_scalar():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            n = bx.shape  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "exceeds dimension 0 of x",
+)
+def region_past_buffer_end_names_the_buffer():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_shared((32,), T.float32)
+            T.copy(A[0:32], x[16:48])  # ERR
+
+    build_prim_func(main)
+
+
+@case(
+    "argument",
+)
+def eager_call_too_many_arguments():
+    @tilec.jit(target="interp")
+    def kernel(A):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    kernel(np.zeros(64, np.float32), np.zeros(64, np.float32))
+
+
+# --------------------------------------------------------------------------- #
+# The checks
+# --------------------------------------------------------------------------- #
+
+
+def _marked_line(fn) -> tuple[int, str]:
+    lines, first = inspect.getsourcelines(fn)
+    marked = [n for n, line in enumerate(lines) if "# ERR" in line]
+    assert len(marked) == 1, f"{fn.__name__} needs exactly one `# ERR` line"
+    return first + marked[0], lines[marked[0]].split("# ERR")[0].strip()
+
+
+def test_catalogue_is_large():
+    assert sum(not c.marks for c in CASES) >= 30
+
+
+@pytest.mark.parametrize(("trigger", "fragment", "hint"), CASES)
+def test_located_diagnostic(trigger, fragment, hint):
+    with pytest.raises(tilec.TilecError) as info:
+        trigger()
+    err = info.value
+    text = str(err)
+    line, source = _marked_line(trigger)
+    assert f"test_diagnostics.py:{line}:" in text.splitlines()[0], text
+    assert source in text, text  # the offending line is quoted under the message
+    assert fragment in err.msg, text
+    if hint is not None:
+        assert err.hint is not None and hint in err.hint, text
+    assert "Traceback" not in text
+    assert "OpResult" not in text and "ssa=" not in text  # no Python reprs of IR values
+    assert "internal compiler error" not in text
+    assert err.__cause__ is None
+    assert err.__context__ is None or err.__suppress_context__

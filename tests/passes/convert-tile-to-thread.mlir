@@ -1,0 +1,67 @@
+// RUN: tilec opt %s -p tile-infer-layout,convert-tile-to-thread | filecheck %s
+
+// An element-wise add whose bounds guard is uniform over each group of 8 halves:
+// one branch per group and 16-byte vector loads and stores.
+// CHECK: sym_name = "__tilec_smem", type = memref<0xi8, 3 : i64>
+// CHECK-LABEL: func.func @add
+// CHECK-SAME: (%A: memref<?xf16>, %B: memref<?xf16>, %C: memref<?xf16>)
+// CHECK-SAME: nvvm.kernel
+// CHECK: "gpu.thread_id"() <{dimension = #gpu<dim x>}>
+// CHECK: scf.if
+// CHECK: vector.load %A{{.*}} : memref<?xf16>, vector<8xf16>
+// CHECK: vector.load %B{{.*}} : memref<?xf16>, vector<8xf16>
+// CHECK: vector.store {{.*}}, %C{{.*}} : memref<?xf16>, vector<8xf16>
+func.func @add(%A: !tile.tensor<4096xf16>, %B: !tile.tensor<4096xf16>, %C: !tile.tensor<4096xf16>) {
+  %c4 = arith.constant 4 : index
+  tile.kernel (%bx) in (%c4) threads [128, 1, 1] {
+    tile.parallel (%i) in [1024] {
+      %c1024 = arith.constant 1024 : index
+      %base = arith.muli %bx, %c1024 : index
+      %idx = arith.addi %base, %i : index
+      %n = arith.constant 4096 : index
+      %ok = arith.cmpi slt, %idx, %n : index
+      scf.if %ok {
+        %a = tile.load %A[%idx] : !tile.tensor<4096xf16> -> f16
+        %b = tile.load %B[%idx] : !tile.tensor<4096xf16> -> f16
+        %c = arith.addf %a, %b : f16
+        tile.store %c, %C[%idx] : f16, !tile.tensor<4096xf16>
+      }
+    }
+  }
+  func.return
+}
+
+// A row maximum over 128 threads: butterflies inside each warp, then shared memory
+// across the four warps.
+// CHECK-LABEL: func.func @row_max
+// CHECK-COUNT-5: "nvvm.shfl.sync"{{.*}}bfly
+// CHECK: gpu.barrier
+// CHECK: arith.maxnumf
+func.func @row_max(%X: !tile.tensor<4x1024xf32>, %Y: !tile.tensor<4xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<4x1024xf32, fragment>
+    %m = tile.alloc : !tile.buffer<4xf32, fragment>
+    tile.copy %X, %x : !tile.tensor<4x1024xf32>, !tile.buffer<4x1024xf32, fragment>
+    tile.reduce %x, %m {kind = "max", dim = 1 : i64, clear = true} : !tile.buffer<4x1024xf32, fragment>, !tile.buffer<4xf32, fragment>
+    tile.copy %m, %Y : !tile.buffer<4xf32, fragment>, !tile.tensor<4xf32>
+  }
+  func.return
+}
+
+// A SIMT gemm: K = 32 becomes a loop carrying the 32 accumulators of each thread.
+// CHECK-LABEL: func.func @gemm
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @gemm(%C: !tile.tensor<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %acc = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %acc {clear_accum = true} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    tile.copy %acc, %C : !tile.buffer<64x64xf32, fragment>, !tile.tensor<64x64xf32>
+  }
+  func.return
+}
