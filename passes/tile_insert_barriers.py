@@ -1,0 +1,204 @@
+"""Insert `tile.barrier` between conflicting shared-memory accesses of a block.
+
+Requires: nothing; after tile-plan-shared-memory it also orders buffers that
+  share bytes (by their `offset` attributes).
+Establishes: in each straight-line sequence of a `tile.kernel` (its body,
+  `tile.for` bodies, `scf.if` branches outside `tile.parallel`), a barrier sits
+  between a write of a shared buffer and any later read or write of it, and
+  between a read and a later write (RAW, WAW, WAR), also across loop
+  iterations (a barrier before the loop's terminator) and into / out of loops.
+Fails: never.
+
+Each op's accesses come from one table (`_ACCESSES`); a `tile.parallel` is a
+single op reading / writing the union of its body.  A nested sequence is
+summarized by what it accesses before its first barrier (`head`) and after
+its last (`tail`).  Only "shared" scope matters: fragments and locals are
+per-thread, and block barriers do not order global memory.
+
+    tile.copy %a, %A_s                  tile.copy %a, %A_s
+    tile.gemm %A_s, %B_s, %C    ->      tile.barrier
+                                        tile.gemm %A_s, %B_s, %C
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
+
+from tilec.dialects import tile
+from tilec.passes._analysis import value_range
+
+
+def _reduce_reads(op: tile.ReduceOp):
+    # Without `clear`, the old contents of dst take part in the reduction.
+    return (op.src,) if op.clear.value.data else (op.src, op.dst)
+
+
+# op kind -> (reads, writes) operands; values that are not shared tiles are ignored.
+_ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]]] = {
+    tile.CopyOp: lambda op: ((op.src,), (op.dst,)),
+    tile.FillOp: lambda op: ((), (op.dst,)),
+    tile.GemmOp: lambda op: ((op.a, op.b), (op.c,)),
+    tile.ReduceOp: lambda op: (_reduce_reads(op), (op.dst,)),
+    tile.CumsumOp: lambda op: ((op.src,), (op.dst,)),
+    tile.CummaxOp: lambda op: ((op.src,), (op.dst,)),
+    tile.AtomicOp: lambda op: ((op.dst, op.value), (op.dst,)),
+    tile.LoadOp: lambda op: ((op.source,), ()),
+    tile.StoreOp: lambda op: ((), (op.dest,)),
+    tile.PrintOp: lambda op: (op.values, ()),
+}
+
+
+def root_buffer(value: SSAValue) -> SSAValue:
+    """The buffer `value` views, looking through `tile.region` and `tile.reshape`."""
+    while isinstance(value.owner, tile.RegionOp | tile.ReshapeOp):
+        value = value.owner.source
+    return value
+
+
+def _byte_range(buffer: SSAValue) -> tuple[int, int] | None:
+    op = buffer.owner
+    if not isinstance(op, tile.AllocOp) or "offset" not in op.attributes:
+        return None
+    start = op.attributes["offset"].value.data
+    typ = op.result.type
+    return start, start + typ.num_elements() * ((typ.element_type.bitwidth + 7) // 8)
+
+
+def _alias(a: SSAValue, b: SSAValue) -> bool:
+    if a is b:
+        return True
+    ra, rb = _byte_range(a), _byte_range(b)
+    return ra is not None and rb is not None and ra[0] < rb[1] and rb[0] < ra[1]
+
+
+@dataclass
+class Accesses:
+    """The shared buffers (root values) read and written by some ops."""
+
+    reads: set[SSAValue] = field(default_factory=set)
+    writes: set[SSAValue] = field(default_factory=set)
+
+    def __or__(self, other: Accesses) -> Accesses:
+        return Accesses(self.reads | other.reads, self.writes | other.writes)
+
+    def conflicts(self, later: Accesses) -> bool:
+        """Whether `later` after `self` needs a barrier between (RAW, WAW, WAR)."""
+        return _meets(self.writes, later.reads | later.writes) or _meets(
+            self.reads, later.writes
+        )
+
+
+def _meets(xs: set[SSAValue], ys: set[SSAValue]) -> bool:
+    return any(_alias(x, y) for x in xs for y in ys)
+
+
+def _shared(values: Iterable[SSAValue]) -> set[SSAValue]:
+    return {
+        root_buffer(v)
+        for v in values
+        if isinstance(v.type, tile.BufferType) and v.type.scope == "shared"
+    }
+
+
+def op_accesses(op: Operation) -> Accesses:
+    """What `op` and everything nested in it read and write, ignoring barriers."""
+    total = Accesses()
+    for inner in op.walk():
+        get = _ACCESSES.get(type(inner))
+        if get is not None:
+            reads, writes = get(inner)
+            total = total | Accesses(_shared(reads), _shared(writes))
+    return total
+
+
+@dataclass
+class Summary:
+    """A sequence's exposed accesses: before its first barrier and after its last one."""
+
+    head: Accesses
+    tail: Accesses
+    has_barrier: bool = False
+    """Whether a barrier surely runs (a loop may run no iteration, a branch may not run)."""
+
+
+def _insert_barrier(before: Operation) -> None:
+    barrier = tile.BarrierOp()
+    barrier.location = before.location
+    Rewriter.insert_op(barrier, InsertPoint.before(before))
+
+
+def synchronize_block(block: Block) -> Summary:
+    """Inserts the barriers `block` needs on its own; summarizes what stays exposed."""
+    seq = Summary(Accesses(), Accesses())
+    for op in list(block.ops):
+        if op.has_trait(IsTerminator):
+            continue
+        inner = _summarize(op)
+        if seq.tail.conflicts(inner.head):
+            _insert_barrier(op)
+            seq.tail, seq.has_barrier = Accesses(), True
+        if not seq.has_barrier:
+            seq.head = seq.head | inner.head
+        seq.tail = inner.tail if inner.has_barrier else seq.tail | inner.tail
+        seq.has_barrier = seq.has_barrier or inner.has_barrier
+    return seq
+
+
+def _summarize(op: Operation) -> Summary:
+    if isinstance(op, tile.BarrierOp):
+        return Summary(Accesses(), Accesses(), has_barrier=True)
+    if isinstance(op, tile.ForOp):
+        return _synchronize_loop(op)
+    if isinstance(op, scf.IfOp):
+        branches = [synchronize_block(r.block) for r in op.regions if r.blocks]
+        return Summary(
+            head=_union(b.head for b in branches),
+            tail=_union(b.tail for b in branches),
+            has_barrier=len(branches) == 2 and all(b.has_barrier for b in branches),
+        )
+    accesses = op_accesses(op)  # tile.parallel and plain ops: one step
+    return Summary(accesses, accesses)
+
+
+def _union(parts: Iterable[Accesses]) -> Accesses:
+    total = Accesses()
+    for part in parts:
+        total = total | part
+    return total
+
+
+def _surely_runs(loop: tile.ForOp) -> bool:
+    lb, ub = value_range(loop.lb), value_range(loop.ub)
+    return lb is not None and ub is not None and lb[1] < ub[0]
+
+
+def _synchronize_loop(loop: tile.ForOp) -> Summary:
+    body = synchronize_block(loop.body.block)
+    tail = body.tail
+    # The next iteration's head runs after this iteration's tail.
+    if tail.conflicts(body.head):
+        _insert_barrier(loop.body.block.last_op)
+        tail = Accesses()
+        body.has_barrier = True
+    return Summary(body.head, tail, body.has_barrier and _surely_runs(loop))
+
+
+@dataclass(frozen=True)
+class TileInsertBarriersPass(ModulePass):
+    """Insert `tile.barrier` between conflicting shared-memory accesses of a block."""
+
+    name = "tile-insert-barriers"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.walk():
+            if isinstance(kernel, tile.KernelOp):
+                synchronize_block(kernel.body.block)

@@ -1,0 +1,176 @@
+"""Give every shared buffer a byte offset; buffers never alive together share bytes.
+
+Requires: static shapes on shared buffers (the verifier guarantees them);
+  runs after any pass that changes shared buffers (multi-buffering).
+Establishes: each shared `tile.alloc` has `offset = <bytes> : i64`, a multiple
+  of 128 (of 8x the swizzle width, i.e. 1024 for `#tile.swizzle<128>`, when a
+  `tile.annotate_layout` swizzles it); buffers whose live ranges overlap get
+  disjoint bytes; each `tile.kernel` has `smem_bytes = <total> : i64`.
+  Sizes are the buffers' types as they are now (multi-buffered stages must be
+  in the types already); `tile.alloc_barrier` mbarriers are not counted.
+Fails: TilecError at the kernel when the total exceeds `limit` bytes, listing
+  every shared buffer.
+
+A live range is the program-order interval from a buffer's first use to its
+last, counting uses through `tile.region` / `tile.reshape` views (not
+`tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` that does
+not hold the alloc covers the whole loop.  Placement is first-fit, largest
+buffer first.
+
+    %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
+    %B_s = tile.alloc : !tile.buffer<32x128xf16, shared>
+  becomes
+    %A_s = tile.alloc {offset = 0 : i64} : !tile.buffer<128x32xf16, shared>
+    %B_s = tile.alloc {offset = 8192 : i64} : !tile.buffer<32x128xf16, shared>
+    tile.kernel ... {smem_bytes = 16384 : i64}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from tilec.dialects import tile
+from tilec.errors import error_at
+
+BASE_ALIGN = 128
+"""Bytes: wide enough for 128-bit vector accesses and cp.async / TMA without swizzle."""
+
+
+@dataclass
+class _Buffer:
+    alloc: tile.AllocOp
+    nbytes: int
+    align: int
+    start: int
+    end: int
+    offset: int = 0
+
+    def overlaps_in_time(self, other: _Buffer) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+    def describe(self) -> str:
+        typ = self.alloc.result.type
+        shape = "x".join(map(str, typ.shape))
+        name = self.alloc.result.name_hint or "<unnamed>"
+        return f"{name}: {shape}x{typ.element_type} ({self.nbytes} bytes)"
+
+
+def element_bytes(element_type) -> int:
+    """Bytes one element of `element_type` takes in memory (sub-byte types round up)."""
+    return (element_type.bitwidth + 7) // 8
+
+
+def _views(value: SSAValue):
+    """`value` and every region / reshape result derived from it."""
+    yield value
+    for use in value.uses:
+        if isinstance(use.operation, tile.RegionOp | tile.ReshapeOp):
+            yield from _views(use.operation.result)
+
+
+def _span(op: Operation, order: dict[Operation, int]) -> tuple[int, int]:
+    """The program-order interval of `op` with everything nested in it."""
+    last = op
+    while (
+        last.regions and last.regions[-1].blocks and last.regions[-1].blocks[-1].last_op
+    ):
+        last = last.regions[-1].blocks[-1].last_op
+    return order[op], order[last]
+
+
+def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int]:
+    """Where a use keeps the buffer alive: the outermost loop around it not holding the alloc."""
+    where = user
+    parent = user.parent_op()
+    while parent is not None and not parent.is_ancestor(alloc):
+        if isinstance(parent, tile.ForOp | tile.ParallelOp):
+            where = parent
+        parent = parent.parent_op()
+    return _span(where, order)
+
+
+def _alignment(alloc: tile.AllocOp) -> int:
+    align = BASE_ALIGN
+    for use in alloc.result.uses:
+        if isinstance(use.operation, tile.AnnotateLayoutOp):
+            align = max(align, 8 * use.operation.layout.bytes)
+    return align
+
+
+def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
+    order = {op: i for i, op in enumerate(kernel.walk())}
+    buffers = []
+    for op in kernel.walk():
+        if not isinstance(op, tile.AllocOp) or op.result.type.scope != "shared":
+            continue
+        intervals = [
+            _use_interval(use.operation, op, order)
+            for view in _views(op.result)
+            for use in view.uses
+            if not isinstance(
+                use.operation, tile.RegionOp | tile.ReshapeOp | tile.AnnotateLayoutOp
+            )
+        ] or [(order[op], order[op])]
+        nbytes = op.result.type.num_elements() * element_bytes(
+            op.result.type.element_type
+        )
+        start, end = min(i[0] for i in intervals), max(i[1] for i in intervals)
+        buffers.append(_Buffer(op, nbytes, _alignment(op), start, end))
+    return buffers
+
+
+def _round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+def place(buffers: list[_Buffer]) -> int:
+    """First-fit placement, largest first; returns the total bytes used."""
+    placed: list[_Buffer] = []
+    for buf in sorted(buffers, key=lambda b: (-b.nbytes, b.start)):
+        busy = sorted(
+            (b.offset, b.offset + b.nbytes) for b in placed if b.overlaps_in_time(buf)
+        )
+        offset = 0
+        for lo, hi in busy:
+            if offset + buf.nbytes <= lo:
+                break
+            offset = max(offset, _round_up(hi, buf.align))
+        buf.offset = offset
+        placed.append(buf)
+    return max((b.offset + b.nbytes for b in buffers), default=0)
+
+
+@dataclass(frozen=True)
+class TilePlanSharedMemoryPass(ModulePass):
+    """Give every shared buffer a byte offset; buffers never alive together share bytes."""
+
+    name = "tile-plan-shared-memory"
+
+    limit: int = 232448
+    """Bytes of shared memory one block may use (sm_90's 227 KiB by default)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in op.walk():
+            if isinstance(kernel, tile.KernelOp):
+                self.plan_kernel(kernel)
+
+    def plan_kernel(self, kernel: tile.KernelOp) -> None:
+        buffers = _collect(kernel)
+        total = place(buffers)
+        if total > self.limit:
+            listing = "; ".join(b.describe() for b in buffers)
+            raise error_at(
+                kernel,
+                f"tile.kernel needs {total} bytes of shared memory, but a block may use "
+                f"at most {self.limit} bytes; shared buffers: {listing}",
+                hint="use smaller tiles (block_M / block_N / block_K) or fewer pipeline "
+                "stages, or keep some buffers in fragments",
+            )
+        for buf in buffers:
+            buf.alloc.attributes["offset"] = IntegerAttr(buf.offset, i64)
+        kernel.attributes["smem_bytes"] = IntegerAttr(total, i64)
