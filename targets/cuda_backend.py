@@ -1,0 +1,348 @@
+"""The CUDA target's backend: tile IR → thread IR → LLVM IR → PTX → cubin, cached, launched.
+
+    CudaBackend(program, target, pass_configs)
+      │ key = sha256(tile IR, calling convention, target, pass configs, ptxas, versions)
+      │ cache hit → LaunchSpec, PTX, cubin, stage IRs from TILEC_CACHE_DIR (no lowering)
+      │ miss:  tilec.pipeline.lower_to_thread → (thread module, LaunchSpec, stage IRs)
+      │        targets.nvptx.emit_llvm_ir → compile_llvm_ir (= emit_ptx, keeping the LLVM text)
+      │        targets.nvptx.assemble (ptxas -v) when ptxas is found, else the driver JITs the PTX
+      ▼
+    launch(kernel, given, missing, sizes): check tensors, allocate outputs, evaluate the grid,
+    load the module on first use (targets/cuda_runtime), launch on torch's current stream.
+
+`.report` is ptxas's `PtxasReport` (registers, spills, shared memory) or None without ptxas.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import time
+from dataclasses import asdict
+
+from tilec import cache, config
+from tilec.errors import TilecError
+
+STAGES = ("tile", "tile-opt", "thread", "llvm", "ptx")
+_EXT = {"tile": "mlir", "tile-opt": "mlir", "thread": "mlir", "llvm": "ll", "ptx": "ptx"}
+
+
+class CacheMissError(TilecError):
+    """A backend built from a memo's `build_key` (no tile IR in memory) found no cache entry."""
+
+
+# --------------------------------------------------------------------------- #
+# LaunchSpec <-> JSON (the spec's classes are the pipeline's; named in the entry)
+# --------------------------------------------------------------------------- #
+
+
+def _qualname(obj) -> str:
+    cls = type(obj)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _import(path: str):
+    module, _, name = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def spec_to_json(spec) -> dict:
+    if hasattr(spec, "to_json") and hasattr(type(spec), "from_json"):
+        return {"spec_class": _qualname(spec), "spec": spec.to_json()}
+    return {
+        "spec_class": _qualname(spec),
+        "grid_class": _qualname(spec.grid),
+        "kernel_name": spec.kernel_name,
+        "block": list(spec.block),
+        "smem_bytes": int(spec.smem_bytes),
+        "grid": spec.grid.to_json(),
+        "args": [[kind, value] for kind, value in spec.args],
+    }
+
+
+def spec_from_json(data: dict):
+    cls = _import(data["spec_class"])
+    if "spec" in data:
+        return cls.from_json(data["spec"])
+    grid = _import(data["grid_class"]).from_json(data["grid"])
+    return cls(kernel_name=data["kernel_name"], block=tuple(data["block"]), smem_bytes=data["smem_bytes"],
+               grid=grid, args=[(kind, value) for kind, value in data["args"]])
+
+
+def _report_to_json(report) -> dict | None:
+    if report is None:
+        return None
+    return {"arch": report.arch, "log": report.log, "kernels": {n: asdict(k) for n, k in report.kernels.items()}}
+
+
+def _report_from_json(data):
+    if data is None:
+        return None
+    from tilec.targets.nvptx import KernelResources, PtxasReport
+
+    return PtxasReport(data["arch"], {n: KernelResources(**k) for n, k in data["kernels"].items()}, data["log"])
+
+
+def _ptxas_marker() -> str:
+    """Which ptxas a build would use, cheaply (importing targets.nvptx loads LLVM: ~120 ms)."""
+    candidates = [shutil.which("ptxas")] + [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+    return "ptxas=" + ";".join(c or "" for c in candidates)
+
+
+# --------------------------------------------------------------------------- #
+# The backend
+# --------------------------------------------------------------------------- #
+
+
+class CudaBackend:
+    """Compiles one KernelProgram for a CUDA target and launches it (see the module docstring)."""
+
+    def __init__(self, program, target, pass_configs: dict | None = None, *, execution_backend: str = "auto",
+                 build_key: str | None = None):
+        self.program = program
+        self.target = target
+        self.pass_configs = dict(pass_configs or {})
+        self.execution_backend = execution_backend
+        self.build_key = build_key
+        self.spec = None
+        self.ptx = ""
+        self.cubin: bytes | None = None
+        self._report = None  # a PtxasReport, or its JSON form until first read (no LLVM import on a hit)
+        self.module = None  # the thread-level ModuleOp after a fresh build; None after a cache hit
+        self.ir: dict[str, str] = {}
+        self.from_cache = False
+        self.compile_seconds = 0.0
+        self._kernels: dict[int, object] = {}
+        self._build()
+
+    # ---- build ---------------------------------------------------------------------------
+    @property
+    def report(self):
+        """ptxas's PtxasReport (registers, spills, smem) for this module, or None without ptxas."""
+        if isinstance(self._report, dict):
+            self._report = _report_from_json(self._report)
+        return self._report
+
+    @property
+    def arch(self) -> str:
+        return self.target.arch or self.target.name
+
+    def _fast_math(self) -> bool:
+        return bool(self.pass_configs.get("tl.enable_fast_math", False)) and \
+            not self.pass_configs.get("tl.disable_fast_math", False)
+
+    def _key(self) -> str:
+        from tilec.target import print_ir
+
+        convention = cache.program_to_json(self.program)
+        convention.pop("loc", None)
+        return cache.key("cuda-backend", print_ir(self.program.module), convention, repr(self.target),
+                         self.pass_configs, _ptxas_marker())
+
+    def _build(self) -> None:
+        start = time.perf_counter()
+        if self.build_key is None:
+            self.build_key = self._key()
+        entry = cache.get(self.build_key)
+        if entry is not None and self._restore(entry):
+            self.from_cache = True
+        elif self.program.module is None:
+            raise CacheMissError(f"kernel {self.program.name}: no cached build {self.build_key[:12]}",
+                                 hint="build the program with the frontend (the memo's entry is stale)")
+        else:
+            self._compile()
+            cache.put(self.build_key, self._entry())
+        self.compile_seconds = time.perf_counter() - start
+        if config.DUMP_IR:
+            self._dump(config.DUMP_IR)
+
+    def _compile(self) -> None:
+        from tilec.targets.nvptx import (
+            PtxasError,
+            TranslationError,
+            assemble,
+            compile_llvm_ir,
+            emit_llvm_ir,
+            find_ptxas,
+            kernel_names,
+        )
+
+        from tilec.pipeline import lower_to_thread
+        from tilec.target import print_ir
+
+        name = self.program.name
+        module, spec, stage_ir = lower_to_thread(self.program, self.target, self.pass_configs)
+        self.module, self.spec = module, spec
+        self.ir = {"tile": print_ir(self.program.module), **dict(stage_ir or {})}
+        self.ir.setdefault("thread", print_ir(module))
+        if self.target.smem_per_block and spec.smem_bytes > self.target.smem_per_block:
+            raise TilecError(f"kernel {name} needs {spec.smem_bytes} bytes of shared memory per block; "
+                             f"{self.target.name} allows {self.target.smem_per_block}", loc=self.program.loc,
+                             hint="use smaller tiles or fewer pipeline stages")
+        index_bits = int(self.pass_configs.get("tl.config_index_bitwidth") or 64)
+        try:
+            llvm_ir = emit_llvm_ir(module, fast_math=self._fast_math(), index_bitwidth=index_bits)
+            self.ptx = compile_llvm_ir(llvm_ir, self.arch)
+        except TranslationError as e:
+            raise TilecError(f"kernel {name}: NVPTX translation failed: {e}", loc=self.program.loc) from None
+        self.ir["llvm"], self.ir["ptx"] = llvm_ir, self.ptx
+        if spec.kernel_name not in kernel_names(self.ptx):
+            raise TilecError(f"kernel {name}: the PTX has no entry {spec.kernel_name!r} "
+                             f"(found {kernel_names(self.ptx)})")
+        if find_ptxas() is not None:
+            try:
+                self.cubin, self._report = assemble(self.ptx, self.arch)
+            except PtxasError as e:
+                raise TilecError(f"kernel {name}: ptxas rejected the PTX:\n{e}", loc=self.program.loc,
+                                 hint="TILEC_DUMP_IR=dir writes the PTX for inspection") from None
+
+    def _entry(self) -> dict:
+        report = self._report if isinstance(self._report, dict) else _report_to_json(self._report)
+        entry = {"kernel_name": self.spec.kernel_name, "launch": spec_to_json(self.spec), "ir": self.ir,
+                 "report": report, "arch": self.arch, "ptx": self.ptx.encode()}
+        if self.cubin is not None:
+            entry["cubin"] = self.cubin
+        return entry
+
+    def _restore(self, entry: dict) -> bool:
+        try:
+            self.spec = spec_from_json(entry["launch"])
+            self.ptx = entry["ptx"].decode()
+            self.cubin = entry.get("cubin")
+            self.ir = {str(k): str(v) for k, v in entry["ir"].items()}
+            self._report = entry.get("report")
+        except Exception:  # noqa: BLE001 - any unreadable entry is a miss, rebuilt and rewritten
+            self.spec, self.ptx, self.cubin, self.ir, self._report = None, "", None, {}, None
+            return False
+        return True
+
+    def _dump(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        base = os.path.join(folder, self.program.name)
+        for i, stage in enumerate(STAGES):
+            if stage in self.ir:
+                with open(f"{base}.{i}-{stage}.{_EXT[stage]}", "w", encoding="utf-8") as f:
+                    f.write(self.ir[stage])
+        if self.cubin is not None:
+            with open(f"{base}.cubin", "wb") as f:
+                f.write(self.cubin)
+
+    # ---- inspection ----------------------------------------------------------------------
+    def get_ir(self, stage: str = "tile") -> str:
+        if stage == "tile" and "tile" not in self.ir and self.program.module is not None:
+            from tilec.target import print_ir
+
+            return print_ir(self.program.module)
+        if stage not in self.ir:
+            raise TilecError(f"unknown IR stage {stage!r} for kernel {self.program.name}",
+                             hint=f"stages: {', '.join(s for s in STAGES if s in self.ir)}")
+        return self.ir[stage]
+
+    def kernel_source(self) -> str:
+        return self.ptx
+
+    def emit(self, kind: str) -> str | bytes:
+        if kind == "cubin":
+            if self.cubin is None:
+                raise TilecError("no cubin: ptxas was not found (PATH, $CUDA_HOME/bin, nvidia-cuda-nvcc wheel)",
+                                 hint="install the CUDA toolkit or `pip install nvidia-cuda-nvcc`, or emit ptx")
+            return self.cubin
+        return self.get_ir(kind)
+
+    def launch_description(self) -> str:
+        spec, params = self.spec, self.program.params
+        loader = next((k.loader for k in self._kernels.values()), None) or \
+            f"{self.execution_backend} (chosen at the first launch)"
+        image = "cubin" if self.cubin is not None else "PTX, JIT-compiled by the driver"
+        lines = [f"kernel {spec.kernel_name}: {image} for {self.arch}, loader {loader}",
+                 f"  grid  = {spec.grid}", f"  block = {tuple(spec.block)}",
+                 f"  dynamic shared memory = {spec.smem_bytes} bytes", "  params:"]
+        for i, (kind, value) in enumerate(spec.args):
+            if kind == "tensor":
+                p = params[value]
+                lines.append(f"    {i}: {p.name}: {p.dtype.name}* global, shape {tuple(p.shape)}"
+                             f"{' (output)' if p.is_output else ''}")
+            else:
+                lines.append(f"    {i}: {value}: int64 (size)")
+        if self.report is not None and spec.kernel_name in self.report.kernels:
+            r = self.report[spec.kernel_name]
+            lines.append(f"  ptxas: {r.registers} registers, {r.shared_bytes} bytes static smem, "
+                         f"{r.spill_store_bytes}/{r.spill_load_bytes} bytes spill stores/loads")
+        return "\n".join(lines)
+
+    # ---- launch ----------------------------------------------------------------------------
+    def _loaded(self, device: int):
+        kernel = self._kernels.get(device)
+        if kernel is None:
+            from tilec.targets import cuda_runtime
+
+            name = self.spec.kernel_name
+            try:
+                image = self.cubin if self.cubin is not None else self.ptx
+                kernel = cuda_runtime.load(image, name, loader=self.execution_backend, device=device)
+            except TilecError:
+                if self.cubin is None:
+                    raise
+                # e.g. a cubin for another arch than this device's: let the driver JIT the PTX
+                kernel = cuda_runtime.load(self.ptx, name, loader=self.execution_backend, device=device)
+            self._kernels[device] = kernel
+        return kernel
+
+    def check_tensors(self, given: dict) -> object:
+        """The one CUDA device of the given tensors (None if there are none); errors name the argument."""
+        from tilec.runtime import _is_torch
+
+        name, params, device = self.program.name, self.program.params, None
+        for i, t in given.items():
+            p = params[i]
+            if not _is_torch(t) or t.device.type != "cuda":
+                where = t.device if _is_torch(t) else type(t).__name__
+                raise TilecError(f"{name}: argument {i} (`{p.name}`) must be on cuda, got {where}",
+                                 loc=self.program.loc, hint=f"pass a CUDA torch tensor (`{p.name}.cuda()`)")
+            if device is None:
+                device = t.device
+            elif t.device != device:
+                raise TilecError(f"{name}: argument {i} (`{p.name}`) is on {t.device} but earlier arguments "
+                                 f"are on {device}; all tensors must be on one device", loc=self.program.loc)
+            if not t.is_contiguous():
+                raise TilecError(f"{name}: argument {i} (`{p.name}`) must be contiguous", loc=self.program.loc,
+                                 hint=f"pass `{p.name}.contiguous()`")
+        return device
+
+    def kernel_args(self, tensors: dict, sizes: dict) -> list:
+        from tilec.targets.cuda_runtime import Ptr
+
+        args = []
+        for kind, value in self.spec.args:
+            if kind == "tensor":
+                args.append(Ptr(tensors[value].data_ptr()))
+            elif value in sizes:
+                args.append(int(sizes[value]))
+            else:
+                raise TilecError(f"{self.program.name}: the size {value} is not bound by any input tensor",
+                                 loc=self.program.loc)
+        return args
+
+    def launch(self, kernel, given: dict, missing: list, sizes: dict):
+        import torch
+
+        from tilec.runtime import output_shape
+
+        params = self.program.params
+        device = self.check_tensors(given) or torch.device("cuda", torch.cuda.current_device())
+        tensors = dict(given)
+        for i in missing:
+            tensors[i] = torch.empty(output_shape(params[i], sizes, self.program.loc), dtype=params[i].dtype.torch,
+                                     device=device)
+        grid = tuple(int(g) for g in self.spec.grid.evaluate(sizes))
+        if all(g > 0 for g in grid):
+            args = self.kernel_args(tensors, sizes)
+            loaded = self._loaded(device.index)
+            stream = torch.cuda.current_stream(device).cuda_stream
+            loaded.launch(grid, self.spec.block, self.spec.smem_bytes, args, stream)
+        outs = [tensors[i] for i in getattr(kernel, "out_idx", self.program.returns)]
+        return None if not outs else outs[0] if len(outs) == 1 else outs
