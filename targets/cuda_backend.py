@@ -114,6 +114,8 @@ class CudaBackend:
         self._report = None  # a PtxasReport, or its JSON form until first read (no LLVM import on a hit)
         self.module = None  # the thread-level ModuleOp after a fresh build; None after a cache hit
         self.ir: dict[str, str] = {}
+        self._lazy: dict = {}  # stage → function printing it, after a fresh build
+        self._tile_text: str | None = None
         self.from_cache = False
         self.compile_seconds = 0.0
         self._kernels: dict[int, object] = {}
@@ -140,7 +142,8 @@ class CudaBackend:
 
         convention = cache.program_to_json(self.program)
         convention.pop("loc", None)
-        return cache.key("cuda-backend", print_ir(self.program.module), convention, repr(self.target),
+        self._tile_text = print_ir(self.program.module)
+        return cache.key("cuda-backend", self._tile_text, convention, repr(self.target),
                          self.pass_configs, _ptxas_marker())
 
     def _build(self) -> None:
@@ -177,8 +180,8 @@ class CudaBackend:
         name = self.program.name
         module, spec, stage_ir = lower_to_thread(self.program, self.target, self.pass_configs)
         self.module, self.spec = module, spec
-        self.ir = {"tile": print_ir(self.program.module), **dict(stage_ir or {})}
-        self.ir.setdefault("thread", print_ir(module))
+        self.ir = {"tile": self._tile_text or print_ir(self.program.module)}
+        self._lazy = dict(stage_ir or {})
         if self.target.smem_per_block and spec.smem_bytes > self.target.smem_per_block:
             raise TilecError(f"kernel {name} needs {spec.smem_bytes} bytes of shared memory per block; "
                              f"{self.target.name} allows {self.target.smem_per_block}", loc=self.program.loc,
@@ -222,6 +225,8 @@ class CudaBackend:
 
     def _dump(self, folder: str) -> None:
         os.makedirs(folder, exist_ok=True)
+        for stage in self._lazy:
+            self.get_ir(stage)
         base = os.path.join(folder, self.program.name)
         for i, stage in enumerate(STAGES):
             if stage in self.ir:
@@ -237,6 +242,13 @@ class CudaBackend:
             from tilec.target import print_ir
 
             return print_ir(self.program.module)
+        if stage not in self.ir and stage in ("tile-opt", "thread") and self.program.module is not None:
+            if stage not in self._lazy:  # built from the cache: lower again to show it
+                from tilec.pipeline import lower_to_thread
+
+                self._lazy = dict(lower_to_thread(self.program, self.target, self.pass_configs)[2])
+            text = self._lazy[stage]
+            self.ir[stage] = text() if callable(text) else text
         if stage not in self.ir:
             raise TilecError(f"unknown IR stage {stage!r} for kernel {self.program.name}",
                              hint=f"stages: {', '.join(s for s in STAGES if s in self.ir)}")

@@ -134,27 +134,40 @@ def _dump(stage: str, text: str, name: str) -> None:
             f.write(text)
 
 
-def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, LaunchSpec, dict[str, str]]:
-    """Runs the tile passes and the conversion; returns the thread module, launch spec and stage IRs."""
-    from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
+def run_tile_passes(program, target) -> ModuleOp:
+    """A copy of the program's module after the tile-level passes."""
     from tilec.target import print_ir
 
     ctx = context()
     module = program.module.clone()
-    stages = {"tile": print_ir(program.module)}
-    grid = grid_expr(program)
-    kernel = next(op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp))
-    block = kernel.thread_extents
     for p in cuda_tile_passes(target):
         p.apply(ctx, module)
         if config.VERIFY:
             module.verify()
-        _dump(p.name, print_ir(module), program.name)
-    stages["tile-opt"] = print_ir(module)
-    ConvertTileToThreadPass().apply(ctx, module)
-    module.verify()
-    stages["thread"] = print_ir(module)
-    _dump("thread", stages["thread"], program.name)
+        if config.DUMP_IR:
+            _dump(p.name, print_ir(module), program.name)
+    return module
+
+
+def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, LaunchSpec, dict]:
+    """Runs the tile passes and the conversion; returns the thread module, launch spec and stage IRs.
+
+    Stage IRs are printed only when asked for: each value of the dict is a
+    function returning the text (printing costs more than compiling).
+    """
+    from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
+    from tilec.target import print_ir
+
+    grid = grid_expr(program)
+    kernel = next(op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp))
+    block = kernel.thread_extents
+    module = run_tile_passes(program, target)
+    ConvertTileToThreadPass().apply(context(), module)
+    if config.VERIFY:
+        module.verify()
+    stages = {"tile-opt": lambda: print_ir(run_tile_passes(program, target)), "thread": lambda: print_ir(module)}
+    if config.DUMP_IR:
+        _dump("thread", print_ir(module), program.name)
     kfunc = next(op for op in module.ops if isinstance(op, func.FuncOp) and "nvvm.kernel" in op.attributes)
     smem = kfunc.attributes["tilec.smem_bytes"].value.data
     if smem > target.smem_per_block:
