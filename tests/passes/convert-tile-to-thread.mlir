@@ -31,13 +31,30 @@ func.func @add(%A: !tile.tensor<4096xf16>, %B: !tile.tensor<4096xf16>, %C: !tile
   func.return
 }
 
-// A row maximum over 128 threads: butterflies inside each warp, then shared memory
-// across the four warps.
+// One row over 128 threads: butterflies inside each warp, then shared memory across
+// the four warps.
 // CHECK-LABEL: func.func @row_max
 // CHECK-COUNT-5: "nvvm.shfl.sync"{{.*}}bfly
 // CHECK: gpu.barrier
 // CHECK: arith.maxnumf
-func.func @row_max(%X: !tile.tensor<4x1024xf32>, %Y: !tile.tensor<4xf32>) {
+func.func @row_max(%X: !tile.tensor<1x4096xf32>, %Y: !tile.tensor<1xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %x = tile.alloc : !tile.buffer<1x4096xf32, fragment>
+    %m = tile.alloc : !tile.buffer<1xf32, fragment>
+    tile.copy %X, %x : !tile.tensor<1x4096xf32>, !tile.buffer<1x4096xf32, fragment>
+    tile.reduce %x, %m {kind = "max", dim = 1 : i64, clear = true} : !tile.buffer<1x4096xf32, fragment>, !tile.buffer<1xf32, fragment>
+    tile.copy %m, %Y : !tile.buffer<1xf32, fragment>, !tile.tensor<1xf32>
+  }
+  func.return
+}
+
+// Four rows per block, a warp per row: butterflies alone, no shared memory.
+// CHECK-LABEL: func.func @rows_per_warp
+// CHECK-COUNT-5: "nvvm.shfl.sync"{{.*}}bfly
+// CHECK-NOT: gpu.barrier
+// CHECK: func.return
+func.func @rows_per_warp(%X: !tile.tensor<4x1024xf32>, %Y: !tile.tensor<4xf32>) {
   %c1 = arith.constant 1 : index
   tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
     %x = tile.alloc : !tile.buffer<4x1024xf32, fragment>

@@ -1,13 +1,13 @@
 // RUN: tilec opt %s -p tile-infer-layout | filecheck %s
 
 // A row softmax: the loaded tile gets the default coalesced layout (8 x f16 = 16 bytes
-// per thread and row chunk), the row maxima the replicated layout of its reduction,
-// and both parallel loops follow the tile they write.
+// per thread, a warp per row), the row maxima the layout of its reduction, replicated
+// over the 32 lanes of the row's warp, and the parallel loop follows the tile it writes.
 // CHECK-LABEL: func.func @softmax_rows
-// CHECK: %x = tile.alloc {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">}
-// CHECK: %m = tile.alloc {layout = #tile.fragment<"(4s1)|r(128t1)">}
+// CHECK: %x = tile.alloc {layout = #tile.fragment<"(4t32)x(4s8,32t1,8s1)|r()">}
+// CHECK: %m = tile.alloc {layout = #tile.fragment<"(4t32)|r(32t1)">}
 // CHECK: tile.parallel
-// CHECK: } {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">}
+// CHECK: } {layout = #tile.fragment<"(4t32)x(4s8,32t1,8s1)|r()">}
 func.func @softmax_rows(%X: !tile.tensor<64x1024xf16>) {
   %c16 = arith.constant 16 : index
   tile.kernel (%bx) in (%c16) threads [128, 1, 1] {
