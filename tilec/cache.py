@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import marshal
 import os
 import re
 import tempfile
@@ -206,12 +207,14 @@ def memo_key(fn, args=(), kwargs=None, target: str = "", configs=None, extra=())
     """
     fn = getattr(fn, "__wrapped__", fn)
     try:
-        source = inspect.getsource(fn)
-        path = inspect.getsourcefile(fn) or ""
-        mtime = os.stat(path).st_mtime_ns if path else 0
-    except (OSError, TypeError):
+        # the compiled code (nested kernels included) stands for the source: marshal is
+        # deterministic for one Python version and far cheaper than re-reading the file
+        code_bytes = hashlib.sha256(marshal.dumps(fn.__code__)).hexdigest()
+        path = fn.__code__.co_filename
+        mtime = os.stat(path).st_mtime_ns if os.path.exists(path) else 0
+    except (OSError, TypeError, ValueError):
         return None
-    parts = ["memo", source, path, str(mtime), target, configs or {}, list(extra)]
+    parts = ["memo", code_bytes, path, str(mtime), target, configs or {}, list(extra)]
     for value in (tuple(args), dict(kwargs or {})):
         text = _stable_repr(value)
         if text is None:

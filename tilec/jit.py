@@ -54,12 +54,14 @@ def _def_loc(fn) -> SourceLoc | None:
 class JITKernel:
     """A compiled kernel: call it with tensors; inspect its IR and source."""
 
-    def __init__(self, program: KernelProgram, target: Target, pass_configs: dict | None = None):
+    def __init__(self, program: KernelProgram, target: Target, pass_configs: dict | None = None, *,
+                 execution_backend: str = "auto", build_key: str | None = None):
         self.program = program
         self.target = target
         self.pass_configs = pass_configs or {}
         self.out_idx = list(program.returns)
-        self._backend = target.build(program, self.pass_configs)
+        self._backend = target.build(program, self.pass_configs, execution_backend=execution_backend,
+                                     build_key=build_key)
 
     @property
     def params(self):
@@ -96,7 +98,8 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
         raise TilecError(f"tilec.compile takes a T.prim_func, got {type(func).__name__}",
                          hint="decorate the kernel function with @T.prim_func")
     configs = check_pass_configs(pass_configs, _def_loc(func.fn))
-    return JITKernel(build_prim_func(func, out_idx), resolve_target(target), configs)
+    return JITKernel(build_prim_func(func, out_idx), resolve_target(target), configs,
+                     execution_backend=execution_backend)
 
 
 def _is_eager(fn) -> bool:
@@ -112,9 +115,11 @@ def _is_eager(fn) -> bool:
 class JITFunction:
     """What `@tilec.jit` returns; see the module docstring for the two styles."""
 
-    def __init__(self, fn, *, out_idx=None, target="auto", pass_configs=None, verbose=False, **_options):
+    def __init__(self, fn, *, out_idx=None, target="auto", pass_configs=None, verbose=False,
+                 execution_backend="auto", **_options):
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self.execution_backend = execution_backend
         self.out_idx = out_idx
         self.target = target
         self.pass_configs = check_pass_configs(pass_configs, _def_loc(fn))
@@ -137,24 +142,42 @@ class JITFunction:
 
         return freeze(values)
 
+    def _build(self, key_args: dict, make_program) -> JITKernel:
+        """A kernel for these arguments: from the disk memo when possible, skipping the frontend."""
+        target = resolve_target(self.target)
+        memo = None
+        if target.kind == "cuda":
+            from tilec import cache
+
+            memo = cache.memo_key(self.fn, (), key_args, target.name, self.pass_configs,
+                                  extra=(repr(self.out_idx),))
+            hit = memo and cache.memo_get(memo)
+            if hit:
+                from tilec.targets.cuda_backend import CacheMissError
+
+                try:
+                    return JITKernel(cache.program_from_json(hit["program"]), target, self.pass_configs,
+                                     execution_backend=self.execution_backend, build_key=hit["build_key"])
+                except CacheMissError:
+                    pass  # the build it points at is gone: build again
+        kernel = JITKernel(make_program(), target, self.pass_configs, execution_backend=self.execution_backend)
+        if memo:
+            cache.memo_put(memo, kernel.program, kernel._backend.build_key)
+        return kernel
+
     # lazy -----------------------------------------------------------------
     def _lazy(self, *args, **kwargs) -> JITKernel:
         bound = inspect.signature(self.fn).bind(*args, **kwargs)
         bound.apply_defaults()
         key = self._key(dict(bound.arguments))
         if key not in self._kernels:
-            prim = self.fn(*args, **kwargs)
-            if not isinstance(prim, PrimFunc):
-                raise TilecError(f"@tilec.jit factory {self.fn.__name__} must return a T.prim_func, "
-                                 f"got {type(prim).__name__}", loc=_def_loc(self.fn))
-            self._kernels[key] = JITKernel(build_prim_func(prim, self.out_idx), resolve_target(self.target),
-                                           self.pass_configs)
+            self._kernels[key] = self._build(dict(bound.arguments), lambda: self.build_program(*args, **kwargs))
         return self._kernels[key]
 
-    def build_program(self, **kwargs) -> KernelProgram:
+    def build_program(self, *args, **kwargs) -> KernelProgram:
         """The tile IR program for these arguments, without building code for a target."""
         if not self._eager:
-            prim = self.fn(**kwargs)
+            prim = self.fn(*args, **kwargs)
             if not isinstance(prim, PrimFunc):
                 raise TilecError(f"@tilec.jit factory {self.fn.__name__} must return a T.prim_func",
                                  loc=_def_loc(self.fn))
@@ -185,8 +208,8 @@ class JITFunction:
         spec, _ = self._split_eager_kwargs(spec)
         key = (self._key(spec), self._key(consts))
         if key not in self._kernels:
-            self._kernels[key] = JITKernel(build_eager(self.fn, spec, consts), resolve_target(self.target),
-                                           self.pass_configs)
+            self._kernels[key] = self._build({"spec": spec, "consts": consts},
+                                             lambda: build_eager(self.fn, spec, consts))
         return self._kernels[key]
 
     def _bind_consts(self, tensors: dict, spec: dict) -> dict:
@@ -230,7 +253,8 @@ def jit(func=None, *, out_idx=None, target="auto", execution_backend="auto", ver
     if func is None:
         return functools.partial(jit, out_idx=out_idx, target=target, execution_backend=execution_backend,
                                  verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
-    return JITFunction(func, out_idx=out_idx, target=target, pass_configs=pass_configs, verbose=verbose)
+    return JITFunction(func, out_idx=out_idx, target=target, pass_configs=pass_configs, verbose=verbose,
+                       execution_backend=execution_backend)
 
 
 def as_numpy_scalar_type(dtype) -> np.dtype:

@@ -21,12 +21,12 @@ class Target:
     has_tma: bool = False
     has_wgmma: bool = False
 
-    def build(self, program, pass_configs: dict):
+    def build(self, program, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None):
         if self.kind == "interp":
             return InterpBackend(program)
         from tilec.targets.cuda_backend import CudaBackend  # the NVVM path, imported only when used
 
-        return CudaBackend(program, self, pass_configs)
+        return CudaBackend(program, self, pass_configs, execution_backend=execution_backend, build_key=build_key)
 
 
 _CUDA = {
