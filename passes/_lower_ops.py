@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, f32, i1, i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
@@ -307,8 +308,11 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
         av = {r: L.convert(L.load(a, [kk, i] if op.trans_a else [i, kk]), acc_type) for r, i in rows.items()}
         bv = {q: L.convert(L.load(b, [j, kk] if op.trans_b else [kk, j]), acc_type) for q, j in cols.items()}
         for s, r, q in cells:
-            prod = L.emit(arith.MulfOp(av[r], bv[q]) if is_float(acc_type) else arith.MuliOp(av[r], bv[q]))
-            acc[s] = L.emit((arith.AddfOp if is_float(acc_type) else arith.AddiOp)(acc[s], prod.results[0])).results[0]
+            if is_float(acc_type):
+                acc[s] = L.emit(mathd.FmaOp(av[r], bv[q], acc[s])).results[0]
+            else:
+                prod = L.emit(arith.MuliOp(av[r], bv[q])).results[0]
+                acc[s] = L.emit(arith.AddiOp(acc[s], prod)).results[0]
 
     if k <= 16:
         for kk in range(k):

@@ -39,6 +39,7 @@ is still keyed on the real tile IR.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -65,6 +66,25 @@ def cache_dir() -> str:
     return os.environ.get("TILEC_CACHE_DIR") or config.CACHE_DIR
 
 
+@functools.lru_cache(maxsize=1)
+def _compiler_fingerprint() -> str:
+    """A digest of the compiler's own files (path, size, mtime): an edited compiler misses the cache."""
+    import importlib.util
+
+    digest = hashlib.sha256()
+    roots = [os.path.dirname(os.path.abspath(__file__))]
+    for package in ("tilec.dialects", "tilec.passes", "tilec.targets"):  # found, not imported
+        spec = importlib.util.find_spec(package)
+        roots += list(spec.submodule_search_locations or []) if spec else []
+    for root in roots:
+        for folder, _, files in sorted(os.walk(root)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    digest.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
 def _versions() -> str:
     from tilec._version import __version__
 
@@ -74,7 +94,7 @@ def _versions() -> str:
         llvm = llvmlite.__version__
     except ImportError:  # pragma: no cover - llvmlite is a dependency
         llvm = "none"
-    return f"tilec={__version__};llvmlite={llvm};format={FORMAT}"
+    return f"tilec={__version__};code={_compiler_fingerprint()};llvmlite={llvm};format={FORMAT}"
 
 
 def _canon(part) -> str:

@@ -69,8 +69,7 @@ func.func @rows_per_warp(%X: !tile.tensor<4x1024xf32>, %Y: !tile.tensor<4xf32>) 
 // A SIMT gemm: K = 32 becomes a loop carrying the 32 accumulators of each thread.
 // CHECK-LABEL: func.func @gemm
 // CHECK: scf.for {{.*}} iter_args
-// CHECK: arith.mulf
-// CHECK: arith.addf
+// CHECK: math.fma
 func.func @gemm(%C: !tile.tensor<64x64xf32>) {
   %c1 = arith.constant 1 : index
   tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
