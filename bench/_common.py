@@ -35,7 +35,7 @@ def gbps(nbytes: int, ms: float) -> float:
     return nbytes / (ms * 1e-3) / 1e9
 
 
-def cold_compile_ms(script: str, name: str, runs: int = 5) -> float | None:
+def cold_compile_ms(script: str, name: str, runs: int = 5, mode: str = "build") -> float | None:
     """Median build time of kernel `name` in a fresh process with the cache off.
 
     `script --cold-compile NAME` must build the kernel and print `{"ms": ...}` as its last
@@ -44,7 +44,7 @@ def cold_compile_ms(script: str, name: str, runs: int = 5) -> float | None:
     env = dict(os.environ, TILEC_DISABLE_CACHE="1")
     times = []
     for _ in range(runs):
-        proc = subprocess.run([sys.executable, script, "--cold-compile", name], env=env, capture_output=True,
+        proc = subprocess.run([sys.executable, script, "--cold-compile", name, mode], env=env, capture_output=True,
                               text=True, check=False)
         lines = proc.stdout.strip().splitlines()
         if proc.returncode != 0 or not lines:

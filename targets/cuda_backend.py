@@ -28,6 +28,14 @@ STAGES = ("tile", "tile-opt", "thread", "llvm", "ptx")
 _EXT = {"tile": "mlir", "tile-opt": "mlir", "thread": "mlir", "llvm": "ll", "ptx": "ptx"}
 
 
+def _current_stream(torch, device) -> int:
+    """torch's current raw CUstream on `device` (the C fast path when torch has it)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device.index)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 class CacheMissError(TilecError):
     """A backend built from a memo's `build_key` (no tile IR in memory) found no cache entry."""
 
@@ -119,6 +127,7 @@ class CudaBackend:
         self.from_cache = False
         self.compile_seconds = 0.0
         self._kernels: dict[int, object] = {}
+        self._grids: dict[tuple, tuple] = {}  # launch grid per binding of the dynamic sizes
         self._build()
 
     # ---- build ---------------------------------------------------------------------------
@@ -350,11 +359,14 @@ class CudaBackend:
         for i in missing:
             tensors[i] = torch.empty(output_shape(params[i], sizes, self.program.loc), dtype=params[i].dtype.torch,
                                      device=device)
-        grid = tuple(int(g) for g in self.spec.grid.evaluate(sizes))
+        size_key = tuple(sorted(sizes.items()))
+        grid = self._grids.get(size_key)
+        if grid is None:
+            grid = self._grids[size_key] = tuple(int(g) for g in self.spec.grid.evaluate(sizes))
         if all(g > 0 for g in grid):
             args = self.kernel_args(tensors, sizes)
             loaded = self._loaded(device.index)
-            stream = torch.cuda.current_stream(device).cuda_stream
+            stream = _current_stream(torch, device)
             loaded.launch(grid, self.spec.block, self.spec.smem_bytes, args, stream)
         outs = [tensors[i] for i in getattr(kernel, "out_idx", self.program.returns)]
         return None if not outs else outs[0] if len(outs) == 1 else outs

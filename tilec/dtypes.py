@@ -76,7 +76,7 @@ class DType:
             return np.dtype(getattr(ml_dtypes, self.name))
         return np.dtype("bool" if self.kind == "bool" else self.name)
 
-    @property
+    @cached_property
     def torch(self):
         import torch
 

@@ -40,6 +40,11 @@ def _from_numpy(a, like):
     return t.to(like.device) if like is not None else t
 
 
+def _dtype_matches(t, dtype) -> bool:
+    """Whether tensor or array `t` has element type `dtype` (identity test for torch: the hot path)."""
+    return t.dtype is dtype.torch if _is_torch(t) else dtype == str(t.dtype)
+
+
 def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
     """(inputs by param position, output positions, dynamic sizes) after checking every tensor."""
     params = kernel.params
@@ -58,8 +63,8 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
         if not (_is_torch(t) or isinstance(t, np.ndarray)):
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must be a tensor, got {type(t).__name__}",
                              loc=kernel.program.loc)
-        got_dtype = str(t.dtype).removeprefix("torch.")
-        if p.dtype != got_dtype:
+        if not _dtype_matches(t, p.dtype):
+            got_dtype = str(t.dtype).removeprefix("torch.")
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must be {p.dtype.name}, got {got_dtype}",
                              loc=kernel.program.loc, hint=f"convert it with .to({p.dtype.name})")
         shape = tuple(t.shape)
