@@ -312,7 +312,30 @@ def _access_plan(L: Lowerer, view: View, indices, lanes: Lanes | None):
     return (index, width) if L.vectorizable(view, index, width) else None
 
 
+def _lane_alloc(L: Lowerer, op: tile.AllocOp, lanes: Lanes | None) -> None:
+    """A buffer allocated inside T.Parallel: per-thread storage for each lane (T.alloc_var)."""
+    if lanes is None:
+        _alloc(L, op)
+        return
+    typ = op.result.type
+    if typ.scope != "local":
+        raise L.error(op, f"{typ.scope} buffers cannot be allocated inside T.Parallel",
+                      hint="allocate it before the loop")
+    for lane in lanes.maps:
+        _alloc(L, op)
+        lane[("view", op.result)] = L.views.pop(op.result)
+
+
+def _view(L: Lowerer, value: SSAValue, lane) -> View:
+    found = lane.get(("view", value)) if lane is not None else None
+    return found if found is not None else L.views[value]
+
+
 def _load(L: Lowerer, op: tile.LoadOp, lanes: Lanes | None) -> None:
+    if lanes is not None and lanes.maps[0].get(("view", op.source)) is not None:
+        for lane in lanes.maps:
+            lane[op.result] = L.load(_view(L, op.source, lane), [lane.get(i) for i in op.indices])
+        return
     view = L.views[op.source]
     if view.kind == "fragment":
         for k, lane in enumerate(_maps(L, lanes)):
@@ -330,6 +353,11 @@ def _load(L: Lowerer, op: tile.LoadOp, lanes: Lanes | None) -> None:
 
 
 def _store(L: Lowerer, op: tile.StoreOp, lanes: Lanes | None) -> None:
+    if lanes is not None and lanes.maps[0].get(("view", op.dest)) is not None:
+        for lane in lanes.maps:
+            view = _view(L, op.dest, lane)
+            L.store(view, [lane.get(i) for i in op.indices], L.convert(lane.get(op.value), view.element_type))
+        return
     view = L.views[op.dest]
     if view.kind == "fragment":
         for k, lane in enumerate(_maps(L, lanes)):
@@ -391,7 +419,7 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
 
 
 _UNIFORM = {
-    tile.AllocOp: _alloc, tile.RegionOp: _region, tile.ReshapeOp: _reshape, tile.CopyOp: ops.lower_copy,
+    tile.RegionOp: _region, tile.ReshapeOp: _reshape, tile.CopyOp: ops.lower_copy,
     tile.FillOp: ops.lower_fill, tile.GemmOp: ops.lower_gemm, tile.ReduceOp: ops.lower_reduce,
     tile.CumsumOp: ops.lower_scan, tile.CummaxOp: ops.lower_scan, tile.ParallelOp: lower_parallel,
     tile.BarrierOp: _barrier, tile.UseSwizzleOp: _skip, tile.AnnotateLayoutOp: _skip,
@@ -400,7 +428,7 @@ _UNIFORM = {
     tile.MBarrierWaitParityOp: _unsupported("T.mbarrier_wait_parity"),
 }
 _ELEMENT = {
-    tile.LoadOp: _load, tile.StoreOp: _store, tile.AtomicOp: _atomic, tile.ForOp: _for, scf.IfOp: _if,
+    tile.AllocOp: _lane_alloc, tile.LoadOp: _load, tile.StoreOp: _store, tile.AtomicOp: _atomic, tile.ForOp: _for, scf.IfOp: _if,
     tile.ThreadIdOp: _thread_id, tile.DeviceAssertOp: _device_assert, tile.DimOp: _dim,
 }
 

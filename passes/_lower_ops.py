@@ -402,7 +402,7 @@ def atomic(L: Lowerer, kind: str, view: View, index: list, value: SSAValue, cond
     code = _ATOMIC[(kind, is_float(view.element_type))]
 
     def emit_rmw():
-        L.emit(memref.AtomicRMWOp.create(operands=[value, view.mem, [addr]], result_types=[value.type],
+        L.emit(memref.AtomicRMWOp.create(operands=[value, view.mem, addr], result_types=[value.type],
                                          properties={"kind": IntegerAttr(code, i64)}))
 
     L._guarded(guard, None, emit_rmw, None)
