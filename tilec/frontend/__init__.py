@@ -116,10 +116,10 @@ class _ProgramBuilder:
         self.params.append(Param(name, dtype, tuple(dims), is_output))
         ref = TileRef(arg, name)
         for axis, d in enumerate(dims):
-            if isinstance(d, Symbol) and d.name not in self.symbols:
+            if isinstance(d, Symbol):  # every dynamic size of every tensor, for bounds and strides
                 dim = v.b.emit(tile.DimOp(arg, axis)).results[0]
                 dim.name_hint = d.name
-                self.symbols[d.name] = Scalar(dim)
+                self.symbols.setdefault(d.name, Scalar(dim))
         return ref
 
     def symbols_by_ssa(self) -> dict:
