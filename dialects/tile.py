@@ -34,7 +34,6 @@ its end; the out-of-range part is neither read (reads give 0) nor written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -63,7 +62,6 @@ from xdsl.ir import (
     TypeAttribute,
 )
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
@@ -82,9 +80,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasCanonicalizationPatternsTrait,
-    HasParent,
     IsTerminator,
-    NoTerminator,
     Pure,
     RecursiveMemoryEffect,
     SingleBlockImplicitTerminator,

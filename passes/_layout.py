@@ -170,9 +170,8 @@ def _split(shape: tuple[int, ...], factors: list[tuple[int, str]]) -> list[list[
     return dims
 
 
-def _assign_strides(dims: list[list[tuple[int, str]]], rep: list[int], order: list[tuple[int, int]]) -> Layout:
+def _assign_strides(dims: list[list[tuple[int, str]]], rep: list[int]) -> Layout:
     """Strides: thread modes and slot modes are numbered from the least significant factor."""
-    del order
     t_stride, s_stride = 1, 1
     out = [[None] * len(modes) for modes in dims]
     for d in range(len(dims) - 1, -1, -1):
@@ -220,7 +219,7 @@ def default_layout(shape: tuple[int, ...], threads: int, vec: int) -> Layout:
     dims = [[(n, k) for n, k in modes if n > 1] for modes in dims]
     if all(k == "s" for modes in dims for _, k in modes) and lane_threads == 1 and threads > 1:
         return _row_major_layout(shape, threads, vec)
-    return _assign_strides(dims, [rest] if rest > 1 else [], [])
+    return _assign_strides(dims, [rest] if rest > 1 else [])
 
 
 def _row_major_layout(shape: tuple[int, ...], threads: int, vec: int) -> Layout:
@@ -236,33 +235,31 @@ def _row_major_layout(shape: tuple[int, ...], threads: int, vec: int) -> Layout:
     if dims is None:  # shapes that do not factor: one thread per element chunk
         dims = _split(shape, [(1, "s")])
         users = 1
-    return _assign_strides(dims, [threads // users] if threads // users > 1 else [], [])
+    return _assign_strides(dims, [threads // users] if threads // users > 1 else [])
 
 
 def gemm_accumulator_layout(m: int, n: int, threads: int) -> Layout:
     """The SIMT gemm accumulator: threads in a tm x tn grid, each owning a
-    (m/tm) x (n/tn) micro-tile whose columns come in runs of up to 4."""
+    (m/tm) x (n/tn) micro-tile whose columns come in runs of up to 4.
+
+    The tn threads of a row group are the fast ones (stride 1), so a row group sits
+    in one warp and a row reduction needs only butterflies: for 64x64 over 128
+    threads, `(8s4,8t16)x(16t1,4s1)`.
+    """
     vec = 4
     while vec > 1 and n % vec:
         vec //= 2
     tn = 1
-    while tn * 2 <= threads and (n // vec) % (tn * 2) == 0 and tn * 2 <= 16:
+    while tn * 2 <= min(threads, 16) and (n // vec) % (tn * 2) == 0:
         tn *= 2
     tm = threads // tn
     while tm > 1 and m % tm:
         tm //= 2
     rep = threads // (tm * tn)
-    dims = [[(m // tm, "s"), (tm, "t")], [(n // (tn * vec), "s"), (tn, "t"), (vec, "s")]]
-    # thread strides: tn modes are the fast ones so that a row group sits in one warp
-    t_tn, t_tm = 1, tn
-    s_vec, s_cols = 1, vec
-    s_rows = vec * (n // (tn * vec))
-    layout = Layout(
-        (
-            (Mode(m // tm, "s", s_rows), Mode(tm, "t", t_tm)),
-            (Mode(n // (tn * vec), "s", s_cols), Mode(tn, "t", t_tn), Mode(vec, "s", s_vec)),
-        ),
-        (Mode(rep, "t", tn * tm),) if rep > 1 else (),
+    col_slots = n // (tn * vec)
+    dims = (
+        (Mode(m // tm, "s", vec * col_slots), Mode(tm, "t", tn)),
+        (Mode(col_slots, "s", vec), Mode(tn, "t", 1), Mode(vec, "s", 1)),
     )
-    return Layout(tuple(tuple(x for x in modes if x.size > 1) or (Mode(1, "s", 1),) for modes in layout.dims),
-                  layout.rep)
+    return Layout(tuple(tuple(x for x in modes if x.size > 1) or (Mode(1, "s", 1),) for modes in dims),
+                  (Mode(rep, "t", tn * tm),) if rep > 1 else ())

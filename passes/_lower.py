@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     NoneAttr,
     VectorType,
@@ -33,17 +32,14 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
-from tilec.dialects import tile
+from tilec.dialects import arith_utils, tile
+from tilec.dialects.arith_utils import is_float
 from tilec.errors import error_at
 
 from ._layout import Layout, Mode
 
 INDEX = IndexType()
 Index = int | SSAValue
-
-
-def is_float(typ: Attribute) -> bool:
-    return not isinstance(typ, IndexType | IntegerType)
 
 
 @dataclass
@@ -230,33 +226,7 @@ class Lowerer:
 
     # -- conversions ----------------------------------------------------------------
     def convert(self, value: SSAValue, typ: Attribute) -> SSAValue:
-        src = value.type
-        if src == typ:
-            return value
-        if is_float(src) and is_float(typ):
-            from tilec.dtypes import from_ir
-
-            if from_ir(typ).bits > from_ir(src).bits:
-                return self.emit(arith.ExtFOp(value, typ)).results[0]
-            if from_ir(typ).bits == from_ir(src).bits:
-                from xdsl.dialects.builtin import f32
-
-                return self.convert(self.emit(arith.ExtFOp(value, f32)).results[0], typ)
-            return self.emit(arith.TruncFOp(value, typ)).results[0]
-        if is_float(src):
-            if isinstance(typ, IndexType):
-                value = self.emit(arith.FPToSIOp(value, IntegerType(64))).results[0]
-                return self.emit(arith.IndexCastOp(value, typ)).results[0]
-            return self.emit(arith.FPToSIOp(value, typ)).results[0]
-        if is_float(typ):
-            if isinstance(src, IndexType):
-                value = self.emit(arith.IndexCastOp(value, IntegerType(64))).results[0]
-            return self.emit(arith.SIToFPOp(value, typ)).results[0]
-        if isinstance(src, IndexType) or isinstance(typ, IndexType):
-            return self.emit(arith.IndexCastOp(value, typ)).results[0]
-        if typ.width.data > src.width.data:
-            return self.emit(arith.ExtSIOp(value, typ)).results[0]
-        return self.emit(arith.TruncIOp(value, typ)).results[0]
+        return arith_utils.convert(value, typ, self.emit, self.const)
 
     # -- memory ------------------------------------------------------------------------
     def flat(self, view: View, index: list[Index]) -> Index:

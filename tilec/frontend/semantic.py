@@ -26,6 +26,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from tilec.dialects import arith_utils
+from tilec.dialects.arith_utils import is_float as is_float_type
 from tilec.dtypes import DType, as_dtype, from_ir
 from tilec.errors import SourceLoc, TilecError
 
@@ -69,10 +71,6 @@ UNARY_MATH = {
 
 def is_compile_time(value) -> bool:
     return isinstance(value, bool | int | float) and not isinstance(value, Scalar)
-
-
-def is_float_type(typ) -> bool:
-    return not isinstance(typ, IndexType | IntegerType)
 
 
 class Builder:
@@ -155,41 +153,7 @@ class Builder:
         raise self.error(f"expected a scalar, got {describe(value)}")
 
     def convert(self, value: SSAValue, typ) -> SSAValue:
-        src = value.type
-        if src == typ:
-            return value
-        emit = self.emit
-        if isinstance(typ, IndexType):
-            if is_float_type(src):
-                value = emit(arith.FPToSIOp(value, IntegerType(64))).results[0]
-            return emit(arith.IndexCastOp(value, typ)).results[0]
-        if isinstance(src, IndexType):
-            if isinstance(typ, IntegerType):
-                return emit(arith.IndexCastOp(value, typ)).results[0]
-            value = emit(arith.IndexCastOp(value, IntegerType(64))).results[0]
-            return emit(arith.SIToFPOp(value, typ)).results[0]
-        if isinstance(src, IntegerType) and isinstance(typ, IntegerType):
-            if typ.width.data > src.width.data:
-                op = arith.ExtUIOp if src.width.data == 1 else arith.ExtSIOp
-                return emit(op(value, typ)).results[0]
-            if typ.width.data == 1:
-                return emit(arith.CmpiOp(value, self.const(0, src), "ne")).results[0]
-            return emit(arith.TruncIOp(value, typ)).results[0]
-        if isinstance(src, IntegerType):
-            op = arith.UIToFPOp if src.width.data == 1 or src.signedness.data.name == "UNSIGNED" else arith.SIToFPOp
-            return emit(op(value, typ)).results[0]
-        if isinstance(typ, IntegerType):
-            if typ.width.data == 1:
-                return emit(arith.CmpfOp(value, self.const(0.0, src), "une")).results[0]
-            op = arith.FPToUIOp if typ.signedness.data.name == "UNSIGNED" else arith.FPToSIOp
-            return emit(op(value, typ)).results[0]
-        if _FLOAT_RANK[from_ir(typ).name] > _FLOAT_RANK[from_ir(src).name]:
-            return emit(arith.ExtFOp(value, typ)).results[0]
-        if from_ir(typ).bits == from_ir(src).bits:  # f16 <-> bf16 go through f32
-            from xdsl.dialects.builtin import f32
-
-            return self.convert(emit(arith.ExtFOp(value, f32)).results[0], typ)
-        return emit(arith.TruncFOp(value, typ)).results[0]
+        return arith_utils.convert(value, typ, self.emit, self.const)
 
     def cast(self, value, dtype) -> Scalar:
         d = as_dtype(dtype)
