@@ -132,3 +132,30 @@ def test_compile_unknown_kernel_name_lists_kernels():
     assert "no @tilec.jit function or T.prim_func named 'no_such_kernel'" in proc.stderr
     assert "row_scale" in proc.stderr and "vector_add" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# The emitted form follows the output's extension: .mlir (tile), .ll, .ptx, .cubin; --emit thread too.
+@pytest.mark.parametrize("suffix,marker", [(".ll", "ptx_kernel"), (".ptx", ".entry main")])
+def test_compile_to_llvm_and_ptx_by_extension(tmp_path, suffix, marker):
+    out = tmp_path / f"row_scale{suffix}"
+    proc = _tilec("compile", GOOD, "--kernel", "row_scale", "-D", "M=256", "-D", "N=128", "--arch", "sm_90a",
+                  "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert marker in text
+    if suffix == ".ptx":
+        assert ".target sm_90a" in text
+
+
+def test_compile_thread_level_ir():
+    proc = _tilec("compile", GOOD, "--kernel", "row_scale", "-D", "M=256", "-D", "N=128", "--emit", "thread")
+    assert proc.returncode == 0, proc.stderr
+    assert "nvvm.kernel" in proc.stdout and "gpu.thread_id" in proc.stdout
+
+
+def test_compile_to_cubin(tmp_path, ptxas):
+    out = tmp_path / "row_scale.cubin"
+    proc = _tilec("compile", GOOD, "--kernel", "row_scale", "-D", "M=256", "-D", "N=128", "--arch", "sm_80",
+                  "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes().startswith(b"\x7fELF")
