@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from tilec.dialects import context, tile
+from xdsl.dialects.builtin import Float16Type, Float32Type
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -63,11 +64,11 @@ def test_type_verifier_message(op, message):
 
 def test_types_built_in_python_print_as_documented():
     assert (
-        str(tile.TensorType([256, tile.DYNAMIC], tile.Float16Type()))
+        str(tile.TensorType([256, tile.DYNAMIC], Float16Type()))
         == "!tile.tensor<256x?xf16>"
     )
     assert (
-        str(tile.BufferType([4], tile.Float32Type(), "local"))
+        str(tile.BufferType([4], Float32Type(), "local"))
         == "!tile.buffer<4xf32, local>"
     )
     assert str(tile.SwizzleLayoutAttr(64)) == "#tile.swizzle<64>"

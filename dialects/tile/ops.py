@@ -1,82 +1,38 @@
-"""The `tile` dialect: block-level tile programs, the first IR of tilec.
-
-A kernel is a `func.func` whose arguments are global tensors (`!tile.tensor`)
-and whose body holds one `tile.kernel`: the grid of blocks and the threads per
-block.  Inside, buffers live in shared / fragment / local scope
-(`!tile.buffer<64x32xf16, shared>`) and tile ops (`tile.copy`, `tile.gemm`,
-`tile.fill`, `tile.reduce`, `tile.cumsum`, `tile.atomic`) work on whole tiles.
-Element-wise code sits in `tile.parallel` loops (one logical iteration per
-element, partitioned over threads later); sequential and software-pipelined
-loops are `tile.for`.  Scalar math is upstream `arith` / `math`, run-time
-conditions are `scf.if`.
-
-```mlir
-func.func @main(%A: !tile.tensor<256x128xf16>, %C: !tile.tensor<256x128xf32>) {
-  %c2 = arith.constant 2 : index
-  tile.kernel (%bx) in (%c2) threads [128, 1, 1] {
-    %c128 = arith.constant 128 : index
-    %c0 = arith.constant 0 : index
-    %row = arith.muli %bx, %c128 : index
-    %x = tile.alloc : !tile.buffer<128x128xf32, fragment>
-    %a = tile.region %A[%row, %c0] : !tile.tensor<256x128xf16> -> !tile.tensor<128x128xf16>
-    tile.copy %a, %x : !tile.tensor<128x128xf16>, !tile.buffer<128x128xf32, fragment>
-    %c = tile.region %C[%row, %c0] : !tile.tensor<256x128xf32> -> !tile.tensor<128x128xf32>
-    tile.copy %x, %c : !tile.buffer<128x128xf32, fragment>, !tile.tensor<128x128xf32>
-  }
-  func.return
-}
-```
-
-Semantics shared by all ops: a `tile.region` of a global tensor may reach past
-its end; the out-of-range part is neither read (reads give 0) nor written.
-"""
+"""Operations of the `tile` dialect (see the package docstring for the whole picture)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    BFloat16Type,
     BoolAttr,
     DenseArrayBase,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     IndexType,
-    IntAttr,
     IntegerAttr,
-    IntegerType,
     StringAttr,
     i1,
-    i64,
 )
 from xdsl.ir import (
     Attribute,
     Block,
-    Dialect,
     Operation,
-    ParametrizedAttribute,
     Region,
     SSAValue,
-    TypeAttribute,
 )
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
-    irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
     opt_prop_def,
-    param_def,
     prop_def,
     region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasCanonicalizationPatternsTrait,
@@ -85,223 +41,28 @@ from xdsl.traits import (
     RecursiveMemoryEffect,
     SingleBlockImplicitTerminator,
 )
-from xdsl.utils.exceptions import VerifyException
-
-DYNAMIC = -1
-"""A dimension whose size is only known at run time (printed `?`)."""
-
-SCOPES = ("shared", "fragment", "local")
-REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
-ATOMIC_KINDS = ("add", "max", "min")
-LOOP_KINDS = ("serial", "pipelined", "unroll", "vectorized")
-GEMM_POLICIES = ("square", "full_row", "full_col")
 
 
-# --------------------------------------------------------------------------- #
-# Types and attributes
-# --------------------------------------------------------------------------- #
 
-
-def _print_shape(printer: Printer, shape: Sequence[int], element_type: Attribute):
-    for dim in shape:
-        printer.print_string("?" if dim == DYNAMIC else str(dim))
-        printer.print_string("x")
-    printer.print_attribute(element_type)
-
-
-class TileLike:
-    """What tensors and buffers have in common: a shape and an element type."""
-
-    shape_attr: ArrayAttr[IntAttr]
-    element_type: Attribute
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape_attr.data)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape_attr.data)
-
-    @property
-    def scope(self) -> str:
-        raise NotImplementedError
-
-    def num_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-
-@irdl_attr_definition
-class TensorType(TileLike, ParametrizedAttribute, TypeAttribute):
-    """A tensor in global memory; `?` marks a size bound at run time."""
-
-    name = "tile.tensor"
-    shape_attr: ArrayAttr[IntAttr] = param_def()
-    element_type: Attribute = param_def()
-
-    def __init__(self, shape: Sequence[int], element_type: Attribute):
-        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element_type)
-
-    @property
-    def scope(self) -> str:
-        return "global"
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            shape, element_type = parser.parse_ranked_shape()
-        # xDSL parses `?` as -2**63; tilec spells a dynamic size DYNAMIC (-1)
-        return [ArrayAttr([IntAttr(DYNAMIC if d < 0 else d) for d in shape]), element_type]
-
-    def print_parameters(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            _print_shape(printer, self.shape, self.element_type)
-
-    def verify(self) -> None:
-        if any(d < 0 and d != DYNAMIC for d in self.shape):
-            raise VerifyException(f"{self.name}: negative dimension in {self.shape}")
-
-
-@irdl_attr_definition
-class BufferType(TileLike, ParametrizedAttribute, TypeAttribute):
-    """An on-chip tile: block-shared memory, a register fragment, or per-thread local."""
-
-    name = "tile.buffer"
-    shape_attr: ArrayAttr[IntAttr] = param_def()
-    element_type: Attribute = param_def()
-    scope_attr: StringAttr = param_def()
-
-    def __init__(self, shape: Sequence[int], element_type: Attribute, scope: str):
-        super().__init__(
-            ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(scope)
-        )
-
-    @property
-    def scope(self) -> str:
-        return self.scope_attr.data
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            shape, element_type = parser.parse_ranked_shape()
-            parser.parse_punctuation(",")
-            scope = parser.parse_identifier()
-        return [ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(scope)]
-
-    def print_parameters(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            _print_shape(printer, self.shape, self.element_type)
-            printer.print_string(f", {self.scope}")
-
-    def verify(self) -> None:
-        if self.scope not in SCOPES:
-            raise VerifyException(
-                f"{self.name}: scope must be one of {', '.join(SCOPES)}, got '{self.scope}'"
-            )
-        if any(d <= 0 for d in self.shape):
-            raise VerifyException(
-                f"{self.name}: buffer sizes must be positive constants, got {self.shape}"
-            )
-
-
-@irdl_attr_definition
-class MBarrierType(ParametrizedAttribute, TypeAttribute):
-    """A shared-memory mbarrier object (sm_90 asynchronous transaction barrier)."""
-
-    name = "tile.mbarrier"
-
-
-@irdl_attr_definition
-class SwizzleLayoutAttr(ParametrizedAttribute):
-    """A shared-memory layout whose 16-byte chunks are XOR-swizzled.
-
-    `#tile.swizzle<128>` is the 128-byte swizzle (address bits 4-6 XOR bits
-    7-9) that TMA and wgmma use; 64 and 32 are the narrower variants.
-    """
-
-    name = "tile.swizzle"
-    bytes_attr: IntAttr = param_def()
-
-    def __init__(self, nbytes: int):
-        super().__init__(IntAttr(nbytes))
-
-    @property
-    def bytes(self) -> int:
-        return self.bytes_attr.data
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return [IntAttr(parser.parse_integer())]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.bytes}>")
-
-    def verify(self) -> None:
-        if self.bytes not in (32, 64, 128):
-            raise VerifyException(f"swizzle must be 32, 64 or 128 bytes, got {self.bytes}")
-
-
-@irdl_attr_definition
-class FragmentLayoutAttr(ParametrizedAttribute):
-    """Which thread holds which element of a fragment, in which register slot.
-
-    The text is `passes._layout.Layout`'s: per dimension, modes of
-    `<size><t|s><stride>` (thread or slot), most significant first, then the
-    replicated thread modes: `#tile.fragment<"(4s8)x(128t1,8s1)|r()">`.
-    """
-
-    name = "tile.fragment"
-    spec: StringAttr = param_def()
-
-    def __init__(self, spec: str):
-        super().__init__(StringAttr(spec))
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return [StringAttr(parser.parse_str_literal())]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_string_literal(self.spec.data)
-        printer.print_string(">")
-
-
-TileType = TensorType | BufferType
-
-
-def tile_type(value: SSAValue) -> TensorType | BufferType:
-    """The tensor or buffer type of `value` (ops verify this beforehand)."""
-    assert isinstance(value.type, TensorType | BufferType), value.type
-    return value.type
-
-
-def squeezed(shape: Sequence[int]) -> tuple[int, ...]:
-    """`shape` without its unit dimensions: how T.copy matches its two sides."""
-    return tuple(d for d in shape if d != 1)
-
-
-def _require(cond: bool, msg: str) -> None:
-    if not cond:
-        raise VerifyException(msg)
-
-
-def _require_tile(op: Operation, value: SSAValue, what: str, scopes=None) -> None:
-    typ = value.type
-    _require(
-        isinstance(typ, TensorType | BufferType),
-        f"{op.name}: {what} must be a tile (tensor or buffer), got {typ}",
-    )
-    if scopes is not None:
-        _require(
-            typ.scope in scopes,
-            f"{op.name}: {what} must be in {' or '.join(scopes)} scope, got {typ.scope}",
-        )
-
+from .types import (
+    ATOMIC_KINDS,
+    BufferType,
+    DYNAMIC,
+    GEMM_POLICIES,
+    LOOP_KINDS,
+    MBarrierType,
+    REDUCE_KINDS,
+    SwizzleLayoutAttr,
+    TensorType,
+    TileType,
+    _bool,
+    _i64,
+    _i64_array,
+    _require,
+    _require_tile,
+    squeezed,
+    tile_type,
+)
 
 def _in_kernel(op: Operation) -> bool:
     parent = op.parent_op()
@@ -310,18 +71,6 @@ def _in_kernel(op: Operation) -> bool:
             return True
         parent = parent.parent_op()
     return False
-
-
-def _bool(value: bool) -> BoolAttr:
-    return IntegerAttr.from_bool(value)
-
-
-def _i64(value: int) -> IntegerAttr:
-    return IntegerAttr(value, i64)
-
-
-def _i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
 
 
 # --------------------------------------------------------------------------- #
@@ -1188,40 +937,3 @@ class DeviceAssertOp(IRDLOperation):
 
     def __init__(self, cond: SSAValue, msg: str = ""):
         super().__init__(operands=[cond], properties={"msg": StringAttr(msg)})
-
-
-# Re-exported for users of the dialect that build scalar types.
-SCALAR_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType, IndexType)
-
-Tile = Dialect(
-    "tile",
-    [
-        KernelOp,
-        ParallelOp,
-        ForOp,
-        YieldOp,
-        AllocOp,
-        RegionOp,
-        DimOp,
-        LoadOp,
-        StoreOp,
-        ReshapeOp,
-        CopyOp,
-        GemmOp,
-        FillOp,
-        ReduceOp,
-        CumsumOp,
-        CummaxOp,
-        AtomicOp,
-        UseSwizzleOp,
-        AnnotateLayoutOp,
-        BarrierOp,
-        AllocBarrierOp,
-        MBarrierArriveOp,
-        MBarrierWaitParityOp,
-        ThreadIdOp,
-        PrintOp,
-        DeviceAssertOp,
-    ],
-    [TensorType, BufferType, MBarrierType, SwizzleLayoutAttr, FragmentLayoutAttr],
-)

@@ -1,0 +1,160 @@
+"""The `tile` dialect: block-level tile programs, the first IR of tilec.
+
+A kernel is a `func.func` whose arguments are global tensors (`!tile.tensor`)
+and whose body holds one `tile.kernel`: the grid of blocks and the threads per
+block.  Inside, buffers live in shared / fragment / local scope
+(`!tile.buffer<64x32xf16, shared>`) and tile ops (`tile.copy`, `tile.gemm`,
+`tile.fill`, `tile.reduce`, `tile.cumsum`, `tile.atomic`) work on whole tiles.
+Element-wise code sits in `tile.parallel` loops (one logical iteration per
+element, partitioned over threads later); sequential and software-pipelined
+loops are `tile.for`.  Scalar math is upstream `arith` / `math`, run-time
+conditions are `scf.if`.
+
+```mlir
+func.func @main(%A: !tile.tensor<256x128xf16>, %C: !tile.tensor<256x128xf32>) {
+  %c2 = arith.constant 2 : index
+  tile.kernel (%bx) in (%c2) threads [128, 1, 1] {
+    %c128 = arith.constant 128 : index
+    %c0 = arith.constant 0 : index
+    %row = arith.muli %bx, %c128 : index
+    %x = tile.alloc : !tile.buffer<128x128xf32, fragment>
+    %a = tile.region %A[%row, %c0] : !tile.tensor<256x128xf16> -> !tile.tensor<128x128xf16>
+    tile.copy %a, %x : !tile.tensor<128x128xf16>, !tile.buffer<128x128xf32, fragment>
+    %c = tile.region %C[%row, %c0] : !tile.tensor<256x128xf32> -> !tile.tensor<128x128xf32>
+    tile.copy %x, %c : !tile.buffer<128x128xf32, fragment>, !tile.tensor<128x128xf32>
+  }
+  func.return
+}
+```
+
+Semantics shared by all ops: a `tile.region` of a global tensor may reach past
+its end; the out-of-range part is neither read (reads give 0) nor written.
+"""
+
+from xdsl.ir import Dialect
+
+from .ops import (
+    AllocBarrierOp,
+    AllocOp,
+    AnnotateLayoutOp,
+    AtomicOp,
+    BarrierOp,
+    CopyOp,
+    CummaxOp,
+    CumsumOp,
+    DeviceAssertOp,
+    DimOp,
+    FillOp,
+    ForOp,
+    GemmOp,
+    KernelOp,
+    LoadOp,
+    MBarrierArriveOp,
+    MBarrierWaitParityOp,
+    ParallelOp,
+    PrintOp,
+    ReduceOp,
+    RegionOp,
+    ReshapeOp,
+    StoreOp,
+    ThreadIdOp,
+    UseSwizzleOp,
+    YieldOp,
+    reduced_shape,
+)
+from .types import (
+    ATOMIC_KINDS,
+    BufferType,
+    DYNAMIC,
+    FragmentLayoutAttr,
+    GEMM_POLICIES,
+    LOOP_KINDS,
+    MBarrierType,
+    REDUCE_KINDS,
+    SCOPES,
+    SwizzleLayoutAttr,
+    TensorType,
+    TileLike,
+    TileType,
+    squeezed,
+    tile_type,
+)
+
+Tile = Dialect(
+    "tile",
+    [
+        KernelOp,
+        ParallelOp,
+        ForOp,
+        YieldOp,
+        AllocOp,
+        RegionOp,
+        DimOp,
+        LoadOp,
+        StoreOp,
+        ReshapeOp,
+        CopyOp,
+        GemmOp,
+        FillOp,
+        ReduceOp,
+        CumsumOp,
+        CummaxOp,
+        AtomicOp,
+        UseSwizzleOp,
+        AnnotateLayoutOp,
+        BarrierOp,
+        AllocBarrierOp,
+        MBarrierArriveOp,
+        MBarrierWaitParityOp,
+        ThreadIdOp,
+        PrintOp,
+        DeviceAssertOp,
+    ],
+    [TensorType, BufferType, MBarrierType, SwizzleLayoutAttr, FragmentLayoutAttr],
+)
+
+__all__ = [
+    "ATOMIC_KINDS",
+    "AllocBarrierOp",
+    "AllocOp",
+    "AnnotateLayoutOp",
+    "AtomicOp",
+    "BarrierOp",
+    "BufferType",
+    "CopyOp",
+    "CummaxOp",
+    "CumsumOp",
+    "DYNAMIC",
+    "DeviceAssertOp",
+    "DimOp",
+    "FillOp",
+    "ForOp",
+    "FragmentLayoutAttr",
+    "GEMM_POLICIES",
+    "GemmOp",
+    "KernelOp",
+    "LOOP_KINDS",
+    "LoadOp",
+    "MBarrierArriveOp",
+    "MBarrierType",
+    "MBarrierWaitParityOp",
+    "ParallelOp",
+    "PrintOp",
+    "REDUCE_KINDS",
+    "ReduceOp",
+    "RegionOp",
+    "ReshapeOp",
+    "SCOPES",
+    "StoreOp",
+    "SwizzleLayoutAttr",
+    "TensorType",
+    "ThreadIdOp",
+    "Tile",
+    "TileLike",
+    "TileType",
+    "UseSwizzleOp",
+    "YieldOp",
+    "reduced_shape",
+    "squeezed",
+    "tile_type",
+]

@@ -1,0 +1,256 @@
+"""Types and attributes of the `tile` dialect: tensors, buffers, mbarriers, layouts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Operation,
+    ParametrizedAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    irdl_attr_definition,
+    param_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+DYNAMIC = -1
+"""A dimension whose size is only known at run time (printed `?`)."""
+
+SCOPES = ("shared", "fragment", "local")
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+ATOMIC_KINDS = ("add", "max", "min")
+LOOP_KINDS = ("serial", "pipelined", "unroll", "vectorized")
+GEMM_POLICIES = ("square", "full_row", "full_col")
+
+
+# --------------------------------------------------------------------------- #
+# Types and attributes
+# --------------------------------------------------------------------------- #
+
+
+def _print_shape(printer: Printer, shape: Sequence[int], element_type: Attribute):
+    for dim in shape:
+        printer.print_string("?" if dim == DYNAMIC else str(dim))
+        printer.print_string("x")
+    printer.print_attribute(element_type)
+
+
+class TileLike:
+    """What tensors and buffers have in common: a shape and an element type."""
+
+    shape_attr: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape_attr.data)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape_attr.data)
+
+    @property
+    def scope(self) -> str:
+        raise NotImplementedError
+
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@irdl_attr_definition
+class TensorType(TileLike, ParametrizedAttribute, TypeAttribute):
+    """A tensor in global memory; `?` marks a size bound at run time."""
+
+    name = "tile.tensor"
+    shape_attr: ArrayAttr[IntAttr] = param_def()
+    element_type: Attribute = param_def()
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute):
+        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element_type)
+
+    @property
+    def scope(self) -> str:
+        return "global"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+        # xDSL parses `?` as -2**63; tilec spells a dynamic size DYNAMIC (-1)
+        return [ArrayAttr([IntAttr(DYNAMIC if d < 0 else d) for d in shape]), element_type]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            _print_shape(printer, self.shape, self.element_type)
+
+    def verify(self) -> None:
+        if any(d < 0 and d != DYNAMIC for d in self.shape):
+            raise VerifyException(f"{self.name}: negative dimension in {self.shape}")
+
+
+@irdl_attr_definition
+class BufferType(TileLike, ParametrizedAttribute, TypeAttribute):
+    """An on-chip tile: block-shared memory, a register fragment, or per-thread local."""
+
+    name = "tile.buffer"
+    shape_attr: ArrayAttr[IntAttr] = param_def()
+    element_type: Attribute = param_def()
+    scope_attr: StringAttr = param_def()
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute, scope: str):
+        super().__init__(
+            ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(scope)
+        )
+
+    @property
+    def scope(self) -> str:
+        return self.scope_attr.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            scope = parser.parse_identifier()
+        return [ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(scope)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            _print_shape(printer, self.shape, self.element_type)
+            printer.print_string(f", {self.scope}")
+
+    def verify(self) -> None:
+        if self.scope not in SCOPES:
+            raise VerifyException(
+                f"{self.name}: scope must be one of {', '.join(SCOPES)}, got '{self.scope}'"
+            )
+        if any(d <= 0 for d in self.shape):
+            raise VerifyException(
+                f"{self.name}: buffer sizes must be positive constants, got {self.shape}"
+            )
+
+
+@irdl_attr_definition
+class MBarrierType(ParametrizedAttribute, TypeAttribute):
+    """A shared-memory mbarrier object (sm_90 asynchronous transaction barrier)."""
+
+    name = "tile.mbarrier"
+
+
+@irdl_attr_definition
+class SwizzleLayoutAttr(ParametrizedAttribute):
+    """A shared-memory layout whose 16-byte chunks are XOR-swizzled.
+
+    `#tile.swizzle<128>` is the 128-byte swizzle (address bits 4-6 XOR bits
+    7-9) that TMA and wgmma use; 64 and 32 are the narrower variants.
+    """
+
+    name = "tile.swizzle"
+    bytes_attr: IntAttr = param_def()
+
+    def __init__(self, nbytes: int):
+        super().__init__(IntAttr(nbytes))
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_attr.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [IntAttr(parser.parse_integer())]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.bytes}>")
+
+    def verify(self) -> None:
+        if self.bytes not in (32, 64, 128):
+            raise VerifyException(f"swizzle must be 32, 64 or 128 bytes, got {self.bytes}")
+
+
+@irdl_attr_definition
+class FragmentLayoutAttr(ParametrizedAttribute):
+    """Which thread holds which element of a fragment, in which register slot.
+
+    The text is `passes._layout.Layout`'s: per dimension, modes of
+    `<size><t|s><stride>` (thread or slot), most significant first, then the
+    replicated thread modes: `#tile.fragment<"(4s8)x(128t1,8s1)|r()">`.
+    """
+
+    name = "tile.fragment"
+    spec: StringAttr = param_def()
+
+    def __init__(self, spec: str):
+        super().__init__(StringAttr(spec))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [StringAttr(parser.parse_str_literal())]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_string_literal(self.spec.data)
+        printer.print_string(">")
+
+
+TileType = TensorType | BufferType
+
+
+def tile_type(value: SSAValue) -> TensorType | BufferType:
+    """The tensor or buffer type of `value` (ops verify this beforehand)."""
+    assert isinstance(value.type, TensorType | BufferType), value.type
+    return value.type
+
+
+def squeezed(shape: Sequence[int]) -> tuple[int, ...]:
+    """`shape` without its unit dimensions: how T.copy matches its two sides."""
+    return tuple(d for d in shape if d != 1)
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise VerifyException(msg)
+
+
+def _require_tile(op: Operation, value: SSAValue, what: str, scopes=None) -> None:
+    typ = value.type
+    _require(
+        isinstance(typ, TensorType | BufferType),
+        f"{op.name}: {what} must be a tile (tensor or buffer), got {typ}",
+    )
+    if scopes is not None:
+        _require(
+            typ.scope in scopes,
+            f"{op.name}: {what} must be in {' or '.join(scopes)} scope, got {typ.scope}",
+        )
+
+
+def _bool(value: bool) -> BoolAttr:
+    return IntegerAttr.from_bool(value)
+
+
+def _i64(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
