@@ -11,7 +11,6 @@ EXAMPLES = ["elementwise_add", "softmax", "rms_norm", "gemm"]
 
 
 def main() -> int:
-    import torch
 
     from tilec.target import resolve_target
 

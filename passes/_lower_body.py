@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, VectorType
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from tilec.dialects import tile
@@ -432,4 +432,4 @@ _ELEMENT = {
     tile.ThreadIdOp: _thread_id, tile.DeviceAssertOp: _device_assert, tile.DimOp: _dim,
 }
 
-__all__ = ["IndexType", "VectorType", "lower_block", "lower_parallel"]
+__all__ = ["lower_block", "lower_parallel"]

@@ -13,14 +13,13 @@ import math
 
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, f32, i1, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, f32, i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from tilec.dialects import nvvm, tile
 
 from ._layout import Layout, Mode, default_layout
 from ._lower import INDEX, Lowerer, View, is_float, memref_type
-from .tile_infer_layout import layout_of
 
 # --------------------------------------------------------------------------- #
 # Layout iteration
@@ -423,5 +422,5 @@ def lower_atomic(L: Lowerer, op: tile.AtomicOp) -> None:
         atomic(L, kind, dst, squeeze_map(src.shape, dst.shape, index), value, leader)
 
 
-__all__ = ["IntegerType", "i1", "layout_of", "lower_atomic", "lower_copy", "lower_fill", "lower_gemm",
+__all__ = ["lower_atomic", "lower_copy", "lower_fill", "lower_gemm",
            "lower_reduce", "lower_scan", "transfer", "slot_groups", "squeeze_map"]

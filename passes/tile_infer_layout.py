@@ -20,7 +20,6 @@ gets the default coalesced layout, largest fragments first.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -190,4 +189,4 @@ def layout_of(op: Operation) -> Layout | None:
     return Layout.parse(attr.spec.data) if isinstance(attr, tile.FragmentLayoutAttr) else None
 
 
-__all__ = ["TileInferLayoutPass", "layout_of", "project", "root_alloc", "math"]
+__all__ = ["TileInferLayoutPass", "layout_of", "project", "root_alloc"]

@@ -13,7 +13,6 @@ import difflib
 import functools
 import inspect
 
-import numpy as np
 
 from tilec.errors import SourceLoc, TilecError
 from tilec.frontend import KernelProgram, build_eager, build_prim_func, eager_tensor_params, probe_eager
@@ -256,6 +255,3 @@ def jit(func=None, *, out_idx=None, target="auto", execution_backend="auto", ver
     return JITFunction(func, out_idx=out_idx, target=target, pass_configs=pass_configs, verbose=verbose,
                        execution_backend=execution_backend)
 
-
-def as_numpy_scalar_type(dtype) -> np.dtype:
-    return dtype.numpy
