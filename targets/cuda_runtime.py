@@ -292,6 +292,8 @@ class _PycudaKernel(LoadedKernel):
         import pycuda.driver as drv
 
         self._drv = drv
+        self._kinds: tuple = ()
+        self._fmt = ""
         self._ctx = _pycuda_context(device)
         self._ctx.push()
         try:
@@ -306,7 +308,10 @@ class _PycudaKernel(LoadedKernel):
     def launch(self, grid, block, smem_bytes, args, stream=0) -> None:
         drv = self._drv
         grid, block = self._dims(grid, block)
-        buf = pack_args(args)
+        kinds = tuple(map(type, args))
+        if kinds != self._kinds:  # a kernel's argument types never change: build the format once
+            self._kinds, self._fmt = kinds, arg_format(args)
+        buf = struct.pack(self._fmt, *[int(a) if isinstance(a, Ptr) else a for a in args])
         self._ctx.push()
         try:
             if smem_bytes > self._smem_opt_in:

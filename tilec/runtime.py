@@ -45,15 +45,26 @@ def _dtype_matches(t, dtype) -> bool:
     return t.dtype is dtype.torch if _is_torch(t) else dtype == str(t.dtype)
 
 
+def _signature(kernel) -> tuple[list[int], list[int], list[bool]]:
+    """(input positions, output positions, whether each shape is static), computed once per kernel."""
+    sig = getattr(kernel, "_signature", None)
+    if sig is None:
+        params = kernel.params
+        sig = ([i for i, p in enumerate(params) if not p.is_output], [i for i, p in enumerate(params) if p.is_output],
+               [p.shape is not None and not any(isinstance(d, Symbol) for d in p.shape) for p in params])
+        kernel._signature = sig
+    return sig
+
+
 def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
     """(inputs by param position, output positions, dynamic sizes) after checking every tensor."""
     params = kernel.params
-    inputs = [i for i, p in enumerate(params) if not p.is_output]
+    inputs, outputs, static = _signature(kernel)
     name = kernel.program.name
-    if len(args) == len(params):
-        given = dict(enumerate(args))
-    elif len(args) == len(inputs):
-        given = dict(zip(inputs, args))
+    if len(args) == len(inputs):
+        given, missing = dict(zip(inputs, args)), outputs
+    elif len(args) == len(params):
+        given, missing = dict(enumerate(args)), []
     else:
         raise TilecError(f"{name} takes {len(inputs)} input tensor(s) (or all {len(params)} parameters), "
                          f"got {len(args)}", loc=kernel.program.loc)
@@ -68,6 +79,8 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must be {p.dtype.name}, got {got_dtype}",
                              loc=kernel.program.loc, hint=f"convert it with .to({p.dtype.name})")
         shape = tuple(t.shape)
+        if static[i] and shape == p.shape:
+            continue  # the common case: nothing to bind
         if len(shape) != len(p.shape):
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must have {len(p.shape)} dimensions, "
                              f"got shape {shape}", loc=kernel.program.loc)
@@ -79,7 +92,7 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
             elif want != got:
                 raise TilecError(f"{name}: argument {i} (`{p.name}`) must have shape {tuple(p.shape)}, "
                                  f"got {shape}", loc=kernel.program.loc)
-    return given, [i for i in range(len(params)) if i not in given], sizes
+    return given, missing, sizes
 
 
 def output_shape(param, sizes: dict, loc) -> tuple[int, ...]:
