@@ -320,7 +320,7 @@ class CudaBackend:
         name, params, device = self.program.name, self.program.params, None
         for i, t in given.items():
             p = params[i]
-            if not _is_torch(t) or not t.is_cuda:
+            if not _is_torch(t) or t.device.type != "cuda":
                 where = t.device if _is_torch(t) else type(t).__name__
                 raise TilecError(f"{name}: argument {i} (`{p.name}`) must be on cuda, got {where}",
                                  loc=self.program.loc, hint=f"pass a CUDA torch tensor (`{p.name}.cuda()`)")
