@@ -33,13 +33,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import os
 import struct
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 
+from tilec import config
 from tilec.errors import TilecError
 
 __all__ = ["LOADERS", "LoadedKernel", "Ptr", "available_loaders", "ctypes_params", "load", "pack_args",
@@ -47,9 +47,6 @@ __all__ = ["LOADERS", "LoadedKernel", "Ptr", "available_loaders", "ctypes_params
 
 LOADERS = ("pycuda", "cuda-bindings")
 
-# Read once, at import (STYLE.md 9 puts environment variables in tilec/config.py, which this
-# module does not own; move it there when convenient). Empty means "pick automatically".
-LOADER_ENV = os.environ.get("TILEC_LOADER", os.environ.get("TILELANG_LOADER", "")).strip().lower()
 
 _ALIASES = {"pycuda": "pycuda", "cuda-bindings": "cuda-bindings", "cuda_bindings": "cuda-bindings",
             "cuda-python": "cuda-bindings", "cuda": "cuda-bindings"}
@@ -151,7 +148,7 @@ def resolve_loader(requested: str | None = None) -> str:
     """The loader for `requested` ("auto"/None: TILEC_LOADER, else pycuda, else cuda-bindings)."""
     name = (requested or "auto").strip().lower()
     if name in _TILELANG_BACKENDS:
-        name = LOADER_ENV or "auto"
+        name = config.LOADER or "auto"
     if name == "auto":
         found = available_loaders()
         if not found:

@@ -59,11 +59,11 @@ _META = "meta.json"
 
 
 def enabled() -> bool:
-    return not (config.DISABLE_CACHE or os.environ.get("TILEC_DISABLE_CACHE", "0").lower() in ("1", "true", "yes", "on"))
+    return not config.DISABLE_CACHE
 
 
 def cache_dir() -> str:
-    return os.environ.get("TILEC_CACHE_DIR") or config.CACHE_DIR
+    return config.CACHE_DIR
 
 
 @functools.lru_cache(maxsize=1)

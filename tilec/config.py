@@ -26,3 +26,5 @@ CACHE_DIR = _env("CACHE_DIR", os.path.join(os.path.expanduser("~"), ".tilec", "c
 DISABLE_CACHE = _flag("DISABLE_CACHE")
 AUTO_TUNING_DISABLE_CACHE = _flag("AUTO_TUNING_DISABLE_CACHE")
 DEFAULT_TARGET = _env("DEFAULT_TARGET", "auto")
+LOADER = (_env("LOADER", "") or "").strip().lower()
+"""TILEC_LOADER=pycuda|cuda-bindings: the CUDA loader when a kernel names none (default: pycuda if it imports)."""

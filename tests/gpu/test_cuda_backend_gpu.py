@@ -12,6 +12,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from tilec import config
+
 pytestmark = pytest.mark.gpu
 
 torch = pytest.importorskip("torch")
@@ -22,7 +24,7 @@ from tilec.targets import cuda_runtime as rt
 
 import tilec
 import tilec.language as T
-from tilec import TilecError, config
+from tilec import TilecError
 from tilec.target import resolve_target
 
 LOADERS = [pytest.param(name, marks=pytest.mark.skipif(not rt._importable(name), reason=f"{name} not installed"))
@@ -42,7 +44,7 @@ HAND = _runtime_tests()
 
 @pytest.fixture
 def hand_lowered(monkeypatch, tmp_path):
-    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(config, "DISABLE_CACHE", False)
     HAND.install_fake_pipeline(monkeypatch, [])
 
@@ -184,8 +186,7 @@ def test_profiler_do_bench_uses_cuda_events():
 @pytest.mark.parametrize("loader", LOADERS)
 def test_readme_add(loader, monkeypatch):
     """The README's example, through the real pipeline, with each loader."""
-    monkeypatch.setenv("TILEC_LOADER", loader)
-    monkeypatch.setattr(rt, "LOADER_ENV", loader)
+    monkeypatch.setattr(config, "LOADER", loader)
 
     @tilec.jit
     def add(A, B, block: int = 1024):

@@ -8,12 +8,14 @@ import textwrap
 
 import pytest
 
-from tilec import cache, config
+from tilec import config
+
+from tilec import cache
 
 
 @pytest.fixture(autouse=True)
 def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("TILEC_DISABLE_CACHE", raising=False)
     monkeypatch.setattr(config, "DISABLE_CACHE", False)
     return tmp_path / "cache"
@@ -75,7 +77,7 @@ def test_disable_flag(monkeypatch, cache_dir):
     assert not cache_dir.exists()
     monkeypatch.setattr(config, "DISABLE_CACHE", False)
     assert cache.put(k, {"a": 1})
-    monkeypatch.setenv("TILEC_DISABLE_CACHE", "1")
+    monkeypatch.setattr(config, "DISABLE_CACHE", True)
     assert cache.get(k) is None
 
 

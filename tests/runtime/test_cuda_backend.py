@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from tilec import config
+
 import tilec
 import tilec.language as T
-from tilec import TilecError, config
+from tilec import TilecError
 from tilec.target import Target, resolve_target
 
 THREAD_ADD = """
@@ -108,7 +110,7 @@ def add(A, B, block: int = 128):
 
 @pytest.fixture
 def calls(monkeypatch, tmp_path):
-    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(config, "DISABLE_CACHE", False)
     monkeypatch.setattr(config, "DUMP_IR", None)
     calls = []

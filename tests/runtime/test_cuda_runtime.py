@@ -5,6 +5,8 @@ import struct
 
 import numpy as np
 import pytest
+
+from tilec import config
 from tilec.targets import cuda_runtime as rt
 from tilec.targets.cuda_runtime import Ptr
 
@@ -58,7 +60,7 @@ def test_ptx_is_nul_terminated_cubin_untouched():
 
 def test_resolve_loader(monkeypatch):
     monkeypatch.setattr(rt, "_importable", lambda name: name == "cuda-bindings")
-    monkeypatch.setattr(rt, "LOADER_ENV", "")
+    monkeypatch.setattr(config, "LOADER", "")
     assert rt.resolve_loader() == "cuda-bindings"
     assert rt.resolve_loader("cython") == "cuda-bindings"  # TileLang's names mean "default"
     assert rt.resolve_loader("cuda_bindings") == "cuda-bindings"
@@ -68,14 +70,14 @@ def test_resolve_loader(monkeypatch):
         rt.resolve_loader("opencl")
     monkeypatch.setattr(rt, "_importable", lambda name: True)
     assert rt.resolve_loader() == "pycuda"  # pycuda is the default when both import
-    monkeypatch.setattr(rt, "LOADER_ENV", "cuda-bindings")
+    monkeypatch.setattr(config, "LOADER", "cuda-bindings")
     assert rt.resolve_loader() == "cuda-bindings"
     assert rt.resolve_loader("pycuda") == "pycuda"  # an explicit choice beats the environment
 
 
 def test_no_loader_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(rt, "_importable", lambda name: False)
-    monkeypatch.setattr(rt, "LOADER_ENV", "")
+    monkeypatch.setattr(config, "LOADER", "")
     with pytest.raises(TilecError, match="no CUDA loader"):
         rt.resolve_loader()
 
