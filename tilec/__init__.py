@@ -4,9 +4,11 @@
 TileLang user changes.
 """
 
+from tilec import profiler
 from tilec._version import __version__
+from tilec.autotune import autotune
 from tilec.errors import TilecError
 from tilec.jit import JITKernel, compile, jit  # noqa: A004 - TileLang's name
 from tilec.target import Target
 
-__all__ = ["JITKernel", "Target", "TilecError", "__version__", "compile", "jit"]
+__all__ = ["JITKernel", "Target", "TilecError", "__version__", "autotune", "compile", "jit", "profiler"]

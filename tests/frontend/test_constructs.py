@@ -679,3 +679,16 @@ def test_function_and_return_are_located_at_the_def():
     )  # the func.func's closing brace
     assert ret is not None and fn is not None, text
     assert int(ret[1]) == int(fn[1]) == def_line
+
+
+def test_compile_time_comparisons_of_non_numbers_fold():
+    mode, missing = "fast", None
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                A[i] = A[i] * (2.0 if mode == "fast" and missing is None else 3.0)
+
+    ir = _ir(build_prim_func(main))
+    assert "2.000000e+00" in ir and "3.000000e+00" not in ir and "scf.if" not in ir

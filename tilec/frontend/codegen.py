@@ -34,6 +34,8 @@ _BINOP = {
     ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
 }
 _CMPOP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_PY_COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+               ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
 _UNSUPPORTED_HINTS = {
     "While": "use `for k in T.serial(n)` with a bound, or T.Pipelined",
     "Break": "restructure the loop with an `if` around its body",
@@ -435,6 +437,11 @@ class KernelVisitor(ast.NodeVisitor):
                     raise self.b.error(f"`{type(op).__name__}` needs compile-time operands")
                 value = {ast.Is: lambda: left is right, ast.IsNot: lambda: left is not right,
                          ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
+            elif not isinstance(left, Scalar) and not isinstance(right, Scalar):
+                try:  # compile-time values (None, strings, dtypes, ...) compare as Python does
+                    value = _PY_COMPARE[type(op)](left, right)
+                except TypeError:
+                    raise self.b.error(f"cannot compare {describe(left)} with {describe(right)}") from None
             else:
                 value = self.b.binop(_CMPOP[type(op)], left, right)
             result = self.b.logical("and", result, value) if result is not True else value
