@@ -9,6 +9,17 @@ from __future__ import annotations
 from xdsl.context import Context
 
 
+def append_op(block, op) -> None:
+    """Adds `op` at the end of `block`, before its terminator if it has one already."""
+    from xdsl.traits import IsTerminator
+
+    last = block.last_op
+    if last is not None and last.has_trait(IsTerminator):
+        block.insert_op_before(op, last)
+    else:
+        block.add_op(op)
+
+
 def context() -> Context:
     """A fresh xDSL context with every dialect tilec's IR levels use."""
     from xdsl.dialects.arith import Arith

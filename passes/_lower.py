@@ -17,6 +17,7 @@ multiple of, which decides whether a group of accesses can be one vector.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, memref, scf, vector
@@ -30,9 +31,8 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.traits import IsTerminator
 
-from tilec.dialects import arith_utils, tile
+from tilec.dialects import append_op, arith_utils, tile
 from tilec.dialects.arith_utils import is_float
 from tilec.errors import error_at
 
@@ -93,26 +93,17 @@ class Lowerer:
     # -- emission ---------------------------------------------------------------
     def emit(self, op: Operation) -> Operation:
         op.location = self.location
-        block = self.blocks[-1]
-        last = block.last_op
-        if last is not None and last.has_trait(IsTerminator):
-            block.insert_op_before(op, last)
-        else:
-            block.add_op(op)
+        append_op(self.blocks[-1], op)
         return op
 
+    @contextmanager
     def push(self, block: Block):
-        lowerer = self
-
-        class _Ctx:
-            def __enter__(self):
-                lowerer.blocks.append(block)
-                return block
-
-            def __exit__(self, *exc):
-                lowerer.blocks.pop()
-
-        return _Ctx()
+        """Emits into `block` inside the `with`."""
+        self.blocks.append(block)
+        try:
+            yield block
+        finally:
+            self.blocks.pop()
 
     def error(self, op: Operation, msg: str, hint: str | None = None):
         return error_at(op, msg, hint=hint)

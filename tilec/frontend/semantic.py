@@ -23,10 +23,9 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from tilec.dialects import arith_utils
+from tilec.dialects import append_op, arith_utils
 from tilec.dialects.arith_utils import is_float as is_float_type
 from tilec.dtypes import DType, as_dtype, from_ir
 from tilec.errors import SourceLoc, TilecError
@@ -98,12 +97,7 @@ class Builder:
     def emit(self, op: Operation) -> Operation:
         if self.loc is not None:
             op.location = self.stamp(self.loc)
-        block = self.blocks[-1]
-        terminator = block.last_op
-        if terminator is not None and terminator.has_trait(IsTerminator):
-            block.insert_op_before(op, terminator)
-        else:
-            block.add_op(op)
+        append_op(self.blocks[-1], op)
         if not op.regions:
             self.verify(op)
         return op
