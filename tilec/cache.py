@@ -295,7 +295,7 @@ def program_from_json(data: dict, module=None):
     """The KernelProgram for `program_to_json`'s output; its module is `module` (None: unknown)."""
     from tilec.dtypes import as_dtype
     from tilec.errors import SourceLoc
-    from tilec.frontend import KernelProgram, Param
+    from tilec.program import KernelProgram, Param
     from tilec.language.program import Symbol
 
     def dim(d):

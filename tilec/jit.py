@@ -8,17 +8,25 @@ builds (once per key) and runs.
 
 from __future__ import annotations
 
-import ast
 import difflib
 import functools
 import inspect
 
 
 from tilec.errors import SourceLoc, TilecError
-from tilec.frontend import KernelProgram, build_eager, build_prim_func, eager_tensor_params, probe_eager
-from tilec.frontend.codegen import parse_function
 from tilec.language.program import PrimFunc, Symbol
+from tilec.program import KernelProgram
+from tilec.source import eager_tensor_params, is_eager, parse_function
 from tilec.target import Target, resolve_target
+
+# The frontend (and with it xDSL) is imported only to build a kernel: a process whose kernels
+# all come from the cache never loads it.
+
+
+def _build_eager(fn, spec: dict, consts: dict) -> KernelProgram:
+    from tilec.frontend import build_eager
+
+    return build_eager(fn, spec, consts)
 
 PASS_CONFIG_KEYS = (
     "tl.disable_tma_lower", "tl.disable_warp_specialized", "tl.enable_fast_math", "tl.disable_fast_math",
@@ -96,19 +104,11 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
     if not isinstance(func, PrimFunc):
         raise TilecError(f"tilec.compile takes a T.prim_func, got {type(func).__name__}",
                          hint="decorate the kernel function with @T.prim_func")
+    from tilec.frontend import build_prim_func
+
     configs = check_pass_configs(pass_configs, _def_loc(func.fn))
     return JITKernel(build_prim_func(func, out_idx), resolve_target(target), configs,
                      execution_backend=execution_backend)
-
-
-def _is_eager(fn) -> bool:
-    fdef, *_ = parse_function(fn)
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.FunctionDef) and node is not fdef:
-            return False  # a factory defines the kernel inside
-        if isinstance(node, ast.With):
-            return True
-    return False
 
 
 class JITFunction:
@@ -124,7 +124,7 @@ class JITFunction:
         self.pass_configs = check_pass_configs(pass_configs, _def_loc(fn))
         self.verbose = verbose
         self._kernels: dict = {}
-        self._eager = _is_eager(fn)
+        self._eager = is_eager(fn)
         self._tensor_params = eager_tensor_params(fn) if self._eager else []
 
     def _key(self, values: dict):
@@ -175,6 +175,8 @@ class JITFunction:
 
     def build_program(self, *args, **kwargs) -> KernelProgram:
         """The tile IR program for these arguments, without building code for a target."""
+        from tilec.frontend import build_eager, build_prim_func
+
         if not self._eager:
             prim = self.fn(*args, **kwargs)
             if not isinstance(prim, PrimFunc):
@@ -208,10 +210,12 @@ class JITFunction:
         key = (self._key(spec), self._key(consts))
         if key not in self._kernels:
             self._kernels[key] = self._build({"spec": spec, "consts": consts},
-                                             lambda: build_eager(self.fn, spec, consts))
+                                             lambda: _build_eager(self.fn, spec, consts))
         return self._kernels[key]
 
     def _bind_consts(self, tensors: dict, spec: dict) -> dict:
+        from tilec.frontend import probe_eager
+
         consts: dict = {}
         for name, shape, _dtype in probe_eager(self.fn, spec):
             t = tensors.get(name)

@@ -8,9 +8,7 @@ Each stage's IR can be kept (`get_ir(stage)`) and is written to
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
@@ -20,6 +18,7 @@ from tilec import config
 from tilec.dialects import context, tile
 from tilec.errors import TilecError
 from tilec.language.program import Symbol
+from tilec.launch import GridExpr, LaunchSpec
 
 
 def cuda_tile_passes(target) -> list:
@@ -36,43 +35,6 @@ def cuda_tile_passes(target) -> list:
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
     ]
-
-
-@dataclass
-class GridExpr:
-    """How to compute the launch grid from the dynamic sizes: a tiny expression program."""
-
-    program: list = field(default_factory=list)  # [op, args...] per value, in order
-    outputs: list[int] = field(default_factory=list)  # value numbers of gx, gy, gz
-
-    _BINARY = {
-        "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
-        "arith.ceildivsi": lambda a, b: -(-a // b), "arith.floordivsi": lambda a, b: a // b,
-        "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
-        "arith.remsi": lambda a, b: a - b * int(a / b), "arith.maxsi": max, "arith.minsi": min,
-    }
-
-    def evaluate(self, sizes: dict[str, int]) -> tuple[int, int, int]:
-        values: list[int] = []
-        for op, *args in self.program:
-            if op == "const":
-                values.append(args[0])
-            elif op == "size":
-                values.append(sizes[args[0]])
-            elif op == "copy":
-                values.append(values[args[0]])
-            else:
-                values.append(self._BINARY[op](values[args[0]], values[args[1]]))
-        grid = [max(0, values[i]) for i in self.outputs]
-        return tuple(grid + [1] * (3 - len(grid)))
-
-    def to_json(self) -> str:
-        return json.dumps({"program": self.program, "outputs": self.outputs})
-
-    @staticmethod
-    def from_json(text: str) -> GridExpr:
-        data = json.loads(text)
-        return GridExpr(data["program"], data["outputs"])
 
 
 def grid_expr(program) -> GridExpr:
@@ -104,27 +66,6 @@ def grid_expr(program) -> GridExpr:
 
     expr.outputs = [number(g) for g in kernel.grid]
     return expr
-
-
-@dataclass
-class LaunchSpec:
-    """Everything the runtime needs to launch a lowered kernel."""
-
-    kernel_name: str
-    block: tuple[int, int, int]
-    smem_bytes: int
-    grid: GridExpr
-    args: list  # ("tensor", param index) | ("size", symbol name)
-
-    def to_json(self) -> str:
-        return json.dumps({"kernel_name": self.kernel_name, "block": list(self.block), "smem_bytes": self.smem_bytes,
-                           "grid": self.grid.to_json(), "args": self.args})
-
-    @staticmethod
-    def from_json(text: str) -> LaunchSpec:
-        d = json.loads(text)
-        return LaunchSpec(d["kernel_name"], tuple(d["block"]), d["smem_bytes"], GridExpr.from_json(d["grid"]),
-                          [tuple(a) for a in d["args"]])
 
 
 def _dump(stage: str, text: str, name: str) -> None:

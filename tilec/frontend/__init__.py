@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp
@@ -25,35 +24,11 @@ from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.program import PrimFunc, Symbol, Tensor
+from tilec.program import KernelProgram, Param
 
 from .codegen import Frame, KernelVisitor, parse_function
 from .semantic import Builder
 from .values import Scalar, TileRef
-
-
-@dataclass
-class Param:
-    """One argument of the kernel function: a global tensor or a scalar."""
-
-    name: str
-    dtype: DType
-    shape: tuple | None  # ints and dynamic `Symbol`s; None for a scalar
-    is_output: bool = False
-
-
-@dataclass
-class KernelProgram:
-    """A built kernel: its IR and the calling convention the runtime follows."""
-
-    module: ModuleOp
-    name: str
-    params: list[Param]
-    returns: list[int] = field(default_factory=list)  # indices of params returned, in order
-    loc: SourceLoc | None = None
-
-    @property
-    def func(self) -> func.FuncOp:
-        return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
 
 
 class _ProgramBuilder:
@@ -184,14 +159,6 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
         program.params[i % n].is_output = True
     program.returns = [i % n for i in idx]
     return program
-
-
-def eager_tensor_params(fn) -> list[str]:
-    """The parameters an eager kernel annotates as tensors in its body."""
-    fdef, *_ = parse_function(fn)
-    names = inspect.signature(fn).parameters
-    return [s.target.id for s in fdef.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-            and s.target.id in names and s.value is None]
 
 
 def build_eager(fn, specialization: dict, consts: dict) -> KernelProgram:

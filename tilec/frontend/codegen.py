@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import builtins as py_builtins
 import inspect
-import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -23,6 +22,7 @@ from xdsl.ir import Block, Region
 from tilec import config
 from tilec.dialects import tile
 from tilec.errors import SourceLoc, TilecError
+from tilec.source import parse_function
 from tilec.language.program import Symbol
 
 from . import builtins as tb
@@ -79,21 +79,6 @@ class Frame:
         if hasattr(py_builtins, name):
             return True, getattr(py_builtins, name)
         return False, None
-
-
-def parse_function(fn) -> tuple[ast.FunctionDef, str, int, int]:
-    """The def of `fn`, its file, first line and the indentation removed by dedent."""
-    try:
-        lines, first_line = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        raise TilecError(f"cannot read the source of {getattr(fn, '__name__', fn)}",
-                         hint="kernels must be defined in a .py file, not typed into a REPL") from None
-    source = "".join(lines)
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(textwrap.dedent(source))
-    node = tree.body[0]
-    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef), node
-    return node, inspect.getsourcefile(fn) or "<unknown>", first_line, indent
 
 
 class KernelVisitor(ast.NodeVisitor):
