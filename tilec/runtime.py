@@ -108,7 +108,7 @@ def output_shape(param, sizes: dict, loc) -> tuple[int, ...]:
 
 def launch(kernel, args: list):
     given, missing, sizes = bind_arguments(kernel, args)
-    if kernel.target.kind != "interp":
+    if kernel.target.kind not in ("interp", "sim"):
         return kernel._backend.launch(kernel, given, missing, sizes)
     params = kernel.params
     like = next((t for t in given.values() if _is_torch(t)), None)
@@ -117,7 +117,7 @@ def launch(kernel, args: list):
         arrays[i] = _to_numpy(t, params[i].dtype)
     for i in missing:
         arrays[i] = np.zeros(output_shape(params[i], sizes, kernel.program.loc), params[i].dtype.numpy)
-    kernel._backend.run(arrays)
+    kernel._backend.run(arrays, sizes)
     for i, t in given.items():  # torch tensors written by the kernel get the new values
         if _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
             t.copy_(_from_numpy(arrays[i], t))

@@ -24,6 +24,8 @@ class Target:
     def build(self, program, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None):
         if self.kind == "interp":
             return InterpBackend(program)
+        if self.kind == "sim":
+            return SimBackend(program, self, pass_configs)
         from tilec.targets.cuda_backend import CudaBackend  # the NVVM path, imported only when used
 
         return CudaBackend(program, self, pass_configs, execution_backend=execution_backend, build_key=build_key)
@@ -64,6 +66,8 @@ def resolve_target(target="auto") -> Target:
             ("cuda" if gpu_visible() else "interp")
     if name in ("interp", "cpu", "numpy"):
         return Target("interp", "interp")
+    if name in ("sim", "simt"):  # the CUDA lowering, run by the thread-level simulator
+        return Target("sim", "sim", "sm_90a", **_CUDA["sm_90a"])
     if name == "cuda":
         name = _visible_arch() if gpu_visible() else "sm_90a"
     if name in _CUDA:
@@ -98,7 +102,39 @@ class InterpBackend:
     def launch_description(self) -> str:
         return "numpy interpreter: one block at a time, tiles as arrays"
 
-    def run(self, arrays: list) -> None:
+    def run(self, arrays: list, sizes: dict) -> None:
         from tilec.targets.interp import run
 
         run(self.program.module, arrays, func_name=self.program.name)
+
+
+class SimBackend:
+    """The CUDA target's passes and lowering, with the thread-level IR run on the CPU
+    (targets/interp/simt.py): the lowering's oracle where no GPU is at hand."""
+
+    def __init__(self, program, target: Target, pass_configs: dict):
+        from tilec.pipeline import lower_to_thread
+
+        self.program = program
+        self.module, self.spec, self._stages = lower_to_thread(program, target, pass_configs)
+
+    def get_ir(self, stage: str) -> str:
+        if stage == "tile":
+            return print_ir(self.program.module)
+        if stage not in self._stages:
+            raise TilecError(f"the sim target has the IR stages tile, {', '.join(self._stages)}; not {stage!r}")
+        return self._stages[stage]()
+
+    def kernel_source(self) -> str:
+        return self.get_ir("thread")
+
+    def launch_description(self) -> str:
+        s = self.spec
+        return f"simulated CUDA launch: block {s.block}, {s.smem_bytes} bytes of shared memory, args {s.args}"
+
+    def run(self, arrays: list, sizes: dict) -> None:
+        from tilec.targets.interp.simt import run_kernel
+
+        args = [arrays[value] if kind == "tensor" else sizes[value] for kind, value in self.spec.args]
+        run_kernel(self.module, args, self.spec.grid.evaluate(sizes), self.spec.block[0], self.spec.smem_bytes,
+                   self.spec.kernel_name)

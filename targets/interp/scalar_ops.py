@@ -19,7 +19,7 @@ import operator
 import numpy as np
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, VectorType
 
 from tilec.errors import error_at
 
@@ -216,6 +216,7 @@ def _yielded(block):
 def _if(op, c):
     """`scf.if`: a plain branch on a uniform condition, else both branches under lane masks."""
     cond, results = op.cond, tuple(op.results)
+    vectors = [isinstance(r.type, VectorType) for r in results]
     then_run, then_out = c.block(op.true_region.block), _yielded(op.true_region.block)
     has_else = bool(op.false_region.blocks)
     else_run = c.block(op.false_region.block) if has_else else None
@@ -252,8 +253,11 @@ def _if(op, c):
         if results:
             then_vals = then_vals or else_vals
             else_vals = else_vals or then_vals
-            for r, t, e in zip(results, then_vals, else_vals):
-                env[r] = np.where(cv, t, e)
+            for r, t, e, is_vector in zip(results, then_vals, else_vals, vectors):
+                if is_vector:  # a vector value is (elements,) when uniform, (lanes, elements) otherwise
+                    env[r] = np.where(cv[:, None], np.atleast_2d(t), np.atleast_2d(e))
+                else:
+                    env[r] = np.where(cv, t, e)
 
     return run
 

@@ -1,0 +1,319 @@
+"""Runs thread-level IR (what `convert-tile-to-thread` emits for CUDA) on the CPU.
+
+Every thread of a block is one lane of a numpy array, so a block runs in lockstep: a value
+is a numpy scalar (the same on every thread) or an array over the block's threads, and
+divergent `scf.if`s run under lane masks exactly as in the tile interpreter, whose scalar
+handlers (arith, math, scf) are reused.  Barriers are then no-ops, `nvvm.shfl.sync`
+permutes lanes, shared memory is one byte array per block and `memref.alloca` one row per
+thread.  An access outside its memory on an active lane is an error, as memcheck would
+report it.  This is the CPU oracle of the CUDA lowering: a kernel's thread-level IR must
+compute what its tile IR computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import gpu, llvm, memref, vector
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block
+
+from tilec.dialects import nvvm
+from tilec.errors import error_at
+
+from . import scalar_ops
+from .interpreter import State, _sequence
+from .values import numpy_dtype, scalarize, uniform
+
+
+class Memory:
+    """A flat array: global (a kernel argument), shared (a view of the block's bytes), or
+    per-thread (`rows` set: one row of the array per thread)."""
+
+    __slots__ = ("array", "per_thread", "what")
+
+    def __init__(self, array: np.ndarray, what: str, per_thread: bool = False):
+        self.array, self.what, self.per_thread = array, what, per_thread
+
+
+def _lanes(st: State) -> int:
+    return st.lanes[0].shape[0]
+
+
+def _check(op, mem: Memory, idx, active, width: int = 1):
+    size = mem.array.shape[-1]
+    bad = (idx < 0) | (idx + width > size)
+    if active is not None:
+        bad = bad & active
+    if np.any(bad):
+        where = np.broadcast_to(idx, np.shape(bad))[bad] if np.ndim(bad) else idx
+        raise error_at(op, f"{op.name}: access at element {int(np.ravel(where)[0])} outside {mem.what} memory of "
+                           f"{size} elements (simulated)")
+
+
+def _load(op, c):
+    ref, (index,), r = op.memref, tuple(op.indices), op.res
+
+    def run(st):
+        mem, idx = st.env[ref], st.env[index]
+        _check(op, mem, idx, st.mask)
+        safe = idx if st.mask is None else np.where(st.mask, idx, 0)
+        if mem.per_thread:
+            st.env[r] = mem.array[np.arange(_lanes(st)), safe]
+        else:
+            st.env[r] = scalarize(mem.array[safe])
+
+    return run
+
+
+def _store(op, c):
+    ref, (index,), value = op.memref, tuple(op.indices), op.value
+
+    def run(st):
+        mem, idx, v = st.env[ref], st.env[index], st.env[value]
+        _check(op, mem, idx, st.mask)
+        lanes = np.arange(_lanes(st))
+        if mem.per_thread:
+            idx, v = np.broadcast_to(idx, lanes.shape), np.broadcast_to(v, lanes.shape)
+            keep = lanes if st.mask is None else lanes[st.mask]
+            mem.array[keep, idx[keep]] = v[keep]
+            return
+        if st.mask is None and not isinstance(idx, np.ndarray):
+            mem.array[idx] = v
+            return
+        idx, v = np.broadcast_to(idx, lanes.shape), np.broadcast_to(v, lanes.shape)
+        keep = slice(None) if st.mask is None else st.mask
+        mem.array[idx[keep]] = v[keep]
+
+    return run
+
+
+def _vector_load(op, c):
+    ref, (index,), r = op.base, tuple(op.indices), op.result
+    width = op.result.type.get_shape()[0]
+
+    def run(st):
+        mem, idx = st.env[ref], st.env[index]
+        _check(op, mem, idx, st.mask, width)
+        safe = idx if st.mask is None else np.where(st.mask, idx, 0)
+        st.env[r] = mem.array[np.asarray(safe)[..., None] + np.arange(width)]
+
+    return run
+
+
+def _vector_store(op, c):
+    ref, (index,), value = op.base, tuple(op.indices), op.vector
+    width = op.vector.type.get_shape()[0]
+
+    def run(st):
+        mem, idx, v = st.env[ref], st.env[index], st.env[value]
+        _check(op, mem, idx, st.mask, width)
+        n = _lanes(st)
+        idx = np.broadcast_to(idx, (n,))
+        v = np.broadcast_to(v, (n, width))
+        keep = np.ones(n, bool) if st.mask is None else st.mask
+        mem.array[idx[keep][:, None] + np.arange(width)] = v[keep]
+
+    return run
+
+
+def _extract(op, c):
+    (pos,) = op.static_position.get_values()
+    src, r = op.vector, op.result
+
+    def run(st):
+        st.env[r] = scalarize(np.asarray(st.env[src])[..., pos])
+
+    return run
+
+
+def _insert(op, c):
+    (pos,) = op.static_position.get_values()
+    src, dest, r = op.source, op.dest, op.result
+
+    def run(st):
+        s, d = st.env[src], np.asarray(st.env[dest])
+        shape = np.broadcast_shapes(d.shape, np.shape(s) + (d.shape[-1],))
+        out = np.array(np.broadcast_to(d, shape))
+        out[..., pos] = s
+        st.env[r] = out
+
+    return run
+
+
+def _broadcast(op, c):
+    src, r = op.source, op.vector
+    width = op.vector.type.get_shape()[0]
+
+    def run(st):
+        s = np.asarray(st.env[src])
+        st.env[r] = np.repeat(s[..., None], width, axis=-1)
+
+    return run
+
+
+def _alloca(op, c):
+    typ, r = op.memref.type, op.memref
+    count, dtype = typ.get_shape()[0], numpy_dtype(typ.element_type)
+
+    def run(st):
+        st.env[r] = Memory(np.zeros((_lanes(st), count), dtype), "per-thread", per_thread=True)
+
+    return run
+
+
+def _get_global(op, c):
+    r = op.memref
+
+    def run(st):
+        st.env[r] = st.shared
+
+    return run
+
+
+def _view(op, c):
+    src, shift, r = op.source, op.byte_shift, op.result
+    typ: MemRefType = op.result.type
+    count, dtype = typ.get_shape()[0], numpy_dtype(typ.element_type)
+
+    def run(st):
+        start = uniform(st.env[shift], op, "a shared-memory offset")
+        raw = st.env[src].array
+        if start + count * dtype.itemsize > raw.size:
+            raise error_at(op, f"memref.view: bytes [{start}, {start + count * dtype.itemsize}) exceed the "
+                               f"{raw.size} bytes of dynamic shared memory (simulated)")
+        st.env[r] = Memory(raw[start:start + count * dtype.itemsize].view(dtype), "shared")
+
+    return run
+
+
+_ATOMIC = {0: np.add, 1: np.add, 3: np.maximum, 4: np.maximum, 13: np.fmax, 6: np.minimum, 7: np.minimum,
+           14: np.fmin}
+
+
+def _atomic(op, c):
+    ufunc = _ATOMIC.get(op.kind.value.data)
+    if ufunc is None:
+        raise error_at(op, f"memref.atomic_rmw kind {op.kind.value.data} is not supported by the simulator")
+    ref, (index,), value, r = op.memref, tuple(op.indices), op.value, op.result
+
+    def run(st):
+        mem, idx, v = st.env[ref], st.env[index], st.env[value]
+        _check(op, mem, idx, st.mask)
+        n = _lanes(st)
+        idx, v = np.broadcast_to(idx, (n,)), np.broadcast_to(v, (n,))
+        keep = np.ones(n, bool) if st.mask is None else st.mask
+        ufunc.at(mem.array, idx[keep], v[keep])
+        st.env[r] = v
+
+    return run
+
+
+def _thread_id(op, c):
+    r = op.result
+
+    def run(st):
+        st.env[r] = st.lanes[0]
+
+    return run
+
+
+def _block_id(op, c):
+    axis, r = "xyz".index(op.dimension.data.value), op.result
+
+    def run(st):
+        st.env[r] = np.int64(st.block[axis])
+
+    return run
+
+
+def _shuffle(op, c):
+    kind = op.kind.data.value
+    if kind != "bfly":
+        raise error_at(op, f"nvvm.shfl.sync {kind} is not supported by the simulator")
+    val, offset, r = op.val, op.offset, op.res
+
+    def run(st):
+        v = st.env[val]
+        if not isinstance(v, np.ndarray):
+            st.env[r] = v
+            return
+        partner = st.lanes[0] ^ int(st.env[offset])
+        st.env[r] = v[np.minimum(partner, v.shape[0] - 1)]
+
+    return run
+
+
+def _inline_asm(op, c):
+    text = op.asm_string.data
+
+    def run(st):
+        if text.strip() == "trap;":
+            raise error_at(op, "device assertion failed (simulated trap)")
+        raise error_at(op, f"inline asm {text!r} is not supported by the simulator")
+
+    return run
+
+
+def _nothing(op, c):
+    return None  # barriers: the lanes of a block already run in lockstep
+
+
+HANDLERS: dict[type, Callable] = {
+    **scalar_ops.HANDLERS,
+    memref.LoadOp: _load, memref.StoreOp: _store, memref.AllocaOp: _alloca, memref.GetGlobalOp: _get_global,
+    memref.ViewOp: _view, memref.AtomicRMWOp: _atomic, vector.LoadOp: _vector_load, vector.StoreOp: _vector_store,
+    vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
+    gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
+    llvm.InlineAsmOp: _inline_asm,
+}
+
+
+class SimtState(State):
+    __slots__ = ("shared",)
+
+
+class Compiler:
+    """Turns blocks of thread-level ops into runners."""
+
+    def block(self, block: Block):
+        runners = []
+        for op in block.ops:
+            build = HANDLERS.get(type(op))
+            if build is None:
+                raise error_at(op, f"{op.name} is not supported by the thread-level simulator")
+            runner = build(op, self)
+            if runner is not None:
+                runners.append(runner)
+        return _sequence(runners)
+
+
+def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], threads: int, smem_bytes: int,
+               name: str | None = None) -> None:
+    """Runs the `nvvm.kernel` function of `module` over `grid` blocks of `threads` threads.
+
+    `args` follow the kernel's parameters: numpy arrays for `memref<?xT>` (updated in place;
+    any shape, read as flat) and Python ints for the i64 sizes.
+    """
+    fn = next(op for op in module.ops if isinstance(op, FuncOp) and "nvvm.kernel" in op.attributes
+              and (name is None or op.sym_name.data == name))
+    body = Compiler().block(fn.body.block)
+    params = list(fn.body.block.args)
+    bound = {}
+    for p, a in zip(params, args):
+        if isinstance(p.type, MemRefType):
+            bound[p] = Memory(np.asarray(a).reshape(-1), "global")
+        else:
+            bound[p] = np.int64(a)
+    lanes = (np.arange(threads, dtype=np.int64),)
+    with np.errstate(all="ignore"):
+        for bz in range(grid[2]):
+            for by in range(grid[1]):
+                for bx in range(grid[0]):
+                    st = SimtState()
+                    st.env.update(bound)
+                    st.lanes, st.block = lanes, (bx, by, bz)
+                    st.shared = Memory(np.zeros(max(smem_bytes, 1), np.uint8), "shared")
+                    body(st)

@@ -1,0 +1,35 @@
+"""The CUDA lowering's output run on the CPU by the thread-level simulator (target "sim").
+
+Every kernel goes through the same passes, layouts and thread-level code as on the GPU; the
+simulator runs a block's threads in lockstep and reports out-of-range accesses.  The cases
+are the GPU tests' (tests/kernel_cases.py), plus the reference kernels of shared/kernels.
+"""
+
+import os
+import sys
+
+import pytest
+
+from kernel_cases import CASES, run_case
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "kernels")
+REFERENCE = ["elementwise_add", "softmax", "rms_norm", "gemm", "gemm_bias_gelu", "flash_attention"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_on_the_simulator(case):
+    run_case(case, "sim", "cpu")
+
+
+@pytest.mark.parametrize("name", REFERENCE)
+def test_reference_kernel_on_the_simulator(name, monkeypatch):
+    if not os.path.isdir(SHARED):
+        pytest.skip(f"{SHARED} is absent")
+    from tilec import config
+
+    monkeypatch.setattr(config, "DEFAULT_TARGET", "sim")
+    monkeypatch.syspath_prepend(SHARED)
+    sys.modules.pop(name, None)
+    module = __import__(name)
+    assert module.main(), f"{name} failed on the simulated CUDA target"

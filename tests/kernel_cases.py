@@ -1,0 +1,167 @@
+"""Kernels the CUDA tests and the simulated-CUDA tests share, each with inputs and a reference.
+
+`CASES` lists (name, prim_func, out_idx, inputs(device), reference(*inputs)); kernels that
+write into an input (no out_idx) name the input to compare in `check`.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+import tilec.language as T
+
+
+def scale_dynamic():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, 256), threads=128) as bx:
+            for i in T.Parallel(256):
+                if bx * 256 + i < N:
+                    B[bx * 256 + i] = A[bx * 256 + i] * 2.0 + 1.0
+
+    return main
+
+
+
+def row_reduce(kind: str, rows=64, cols=256):
+    reduce = {"sum": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min, "abssum": T.reduce_abssum,
+              "absmax": T.reduce_absmax}[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), T.float16), Y: T.Tensor((rows,), T.float32)):
+        with T.Kernel(rows // 16, threads=128) as bx:
+            x = T.alloc_fragment((16, cols), T.float32)
+            y = T.alloc_fragment((16,), T.float32)
+            T.copy(X[bx * 16, 0], x)
+            reduce(x, y, dim=1)
+            T.copy(y, Y[bx * 16])
+
+    return main
+
+
+
+def column_sum():
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), T.float32), Y: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((128, 64), T.float32)
+            y = T.alloc_fragment((64,), T.float32)
+            T.copy(X, x)
+            T.reduce_sum(x, y, dim=0)
+            T.copy(y, Y)
+
+    return main
+
+
+
+def scan(reverse: bool):
+    @T.prim_func
+    def main(X: T.Tensor((32, 64), T.float32), Y: T.Tensor((32, 64), T.float32)):
+        with T.Kernel(4, threads=128) as bx:
+            x = T.alloc_fragment((8, 64), T.float32)
+            T.copy(X[bx * 8, 0], x)
+            T.cumsum(x, dim=1, reverse=reverse)
+            T.copy(x, Y[bx * 8, 0])
+
+    return main
+
+
+
+def atomic_rows():
+    @T.prim_func
+    def main(X: T.Tensor((256, 128), T.float32), Total: T.Tensor((128,), T.float32)):
+        with T.Kernel(16, threads=128) as bx:
+            x = T.alloc_fragment((16, 128), T.float32)
+            s = T.alloc_fragment((128,), T.float32)
+            T.copy(X[bx * 16, 0], x)
+            T.reduce_sum(x, s, dim=0)
+            T.atomic_add(Total[0], s)
+
+    return main
+
+
+
+def gemm_bt(m=96, n=80, k=64):
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.bfloat16), B: T.Tensor((n, k), T.bfloat16), C: T.Tensor((m, n), T.float32)):
+        with T.Kernel(T.ceildiv(n, 64), T.ceildiv(m, 64), threads=128) as (bx, by):
+            a = T.alloc_shared((64, 32), T.bfloat16)
+            b = T.alloc_shared((64, 32), T.bfloat16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.clear(c)
+            for ko in T.Pipelined(T.ceildiv(k, 32), num_stages=2):
+                T.copy(A[by * 64, ko * 32], a)
+                T.copy(B[bx * 64, ko * 32], b)
+                T.gemm(a, b, c, transpose_B=True)
+            T.copy(c, C[by * 64, bx * 64])
+
+    return main
+
+
+
+def serial_accumulate():
+    @T.prim_func
+    def main(X: T.Tensor((64, 32), T.float32), Y: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_shared((64, 32), T.float32)
+            T.copy(X, x)
+            for i in T.Parallel(64):
+                acc = T.alloc_var(T.float32, init=0.0)
+                for k in T.serial(32):
+                    acc = acc + x[i, k] * x[i, k]
+                Y[i] = acc
+
+    return main
+
+
+
+@dataclass
+class Case:
+    name: str
+    prim: object
+    out_idx: list | None
+    inputs: object  # device -> list of tensors
+    reference: object  # *inputs -> expected tensor
+    check: int | None = None  # with no out_idx: the input the kernel writes
+    tol: float = 1e-5
+    marks: list = field(default_factory=list)
+
+
+def _reductions():
+    refs = {"sum": lambda x: x.float().sum(1), "max": lambda x: x.float().amax(1),
+            "min": lambda x: x.float().amin(1), "abssum": lambda x: x.float().abs().sum(1),
+            "absmax": lambda x: x.float().abs().amax(1)}
+    return [Case(f"reduce_{k}", row_reduce(k), [1], lambda d: [torch.randn(64, 256, device=d).half()], f, tol=1e-3)
+            for k, f in refs.items()]
+
+
+CASES = [
+    *[Case(f"dynamic_{n}", scale_dynamic(), [1], lambda d, n=n: [torch.randn(n, device=d)], lambda a: a * 2 + 1)
+      for n in (1, 1000, 4096, 10_003)],
+    *_reductions(),
+    Case("column_sum", column_sum(), [1], lambda d: [torch.randn(128, 64, device=d)], lambda x: x.sum(0)),
+    *[Case(f"cumsum_reverse_{r}", scan(r), [1], lambda d: [torch.randn(32, 64, device=d)],
+           (lambda x: x.flip(1).cumsum(1).flip(1)) if r else (lambda x: x.cumsum(1))) for r in (False, True)],
+    Case("atomic_rows", atomic_rows(), None, lambda d: [torch.randn(256, 128, device=d), torch.zeros(128, device=d)],
+         lambda x, total: x.sum(0), check=1),
+    Case("gemm_bt_bf16", gemm_bt(), [2],
+         lambda d: [torch.randn(96, 64, device=d).bfloat16(), torch.randn(80, 64, device=d).bfloat16()],
+         lambda a, b: a.float() @ b.float().T, tol=1e-3),
+    Case("alloc_var_serial", serial_accumulate(), [1], lambda d: [torch.randn(64, 32, device=d)],
+         lambda x: (x * x).sum(1)),
+]
+
+
+def run_case(case: Case, target: str, device: str) -> None:
+    """Runs `case` on `target` with fresh inputs on `device` and checks it against its reference."""
+    import tilec
+
+    inputs = case.inputs(device)
+    expected = case.reference(*[t.clone() for t in inputs])
+    out = tilec.compile(case.prim, out_idx=case.out_idx, target=target)(*inputs)
+    got = inputs[case.check] if case.check is not None else out
+    got, expected = got.double().cpu(), expected.double().cpu()
+    err = ((got - expected).norm() / expected.norm().clamp_min(1e-30)).item()
+    assert err < case.tol and not torch.isnan(got).any(), f"{case.name}: relative error {err:.2e}"
