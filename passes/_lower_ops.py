@@ -196,13 +196,54 @@ def _shuffle_xor(L: Lowerer, value: SSAValue, offset: int) -> SSAValue:
     return L.emit(op).results[0]
 
 
+def _abs(L: Lowerer, kind: str, x: SSAValue) -> SSAValue:
+    if kind in ("abssum", "absmax") and is_float(x.type):
+        from xdsl.dialects import math as mathd
+
+        return L.emit(mathd.AbsFOp(x)).results[0]
+    return x
+
+
+def _reduce_from_memory(L: Lowerer, op: tile.ReduceOp, src: View, dst: View, acc_type) -> None:
+    """Each thread reduces the lines of a shared or local tile that its destination elements need."""
+    kind, dim, n = op.kind.data, op.axis, src.shape[op.axis]
+    layout = dst.layout if dst.kind == "fragment" else memory_layout(L, dst.shape, dst)
+    leader = L.replica_leader(layout) if dst.kind != "fragment" else None
+    for slot in range(layout.num_slots):
+        index = L.layout_index(layout, slot) if len(src.shape) > 1 else []
+
+        def element(r):
+            return _abs(L, kind, L.convert(L.load(src, index[:dim] + [r] + index[dim:]), acc_type))
+
+        if n <= 32:
+            total = element(0)
+            for r in range(1, n):
+                total = _combine(L, kind, total, element(r))
+        else:  # a loop carrying the running value
+            body = Block(arg_types=[INDEX, acc_type])
+            loop = L.emit(scf.ForOp(L.const(1), L.const(n), L.const(1), [element(0)], body))
+            with L.push(body):
+                L.emit(scf.YieldOp(_combine(L, kind, body.args[1], element(body.args[0]))))
+            total = loop.results[0]
+        if not op.clear.value.data:
+            old = L.frag_load(dst, slot) if dst.kind == "fragment" else L.load(dst, index if dst.shape != (1,) else [0])
+            total = _combine(L, kind, L.convert(old, acc_type), total)
+        if dst.kind == "fragment":
+            L.frag_store(dst, slot, total)
+        else:
+            L.store(dst, L.layout_index(layout, slot), L.convert(total, dst.element_type), leader)
+
+
 def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
     src, dst = L.views[op.src], L.views[op.dst]
-    if src.kind != "fragment" or dst.kind != "fragment":
-        raise L.error(op, "T.reduce_* on the CUDA target needs fragment source and destination",
-                      hint="T.copy the shared tile into a T.alloc_fragment first")
     kind, dim = op.kind.data, op.axis
     acc_type = f32 if is_float(src.element_type) else i32
+    if src.kind != "fragment":
+        _reduce_from_memory(L, op, src, dst, acc_type)
+        return
+    if dst.kind != "fragment":
+        raise L.error(op, "T.reduce_* of a fragment on the CUDA target needs a fragment destination",
+                      hint="reduce into a T.alloc_fragment, then T.copy it")
     ls, ld = src.layout, dst.layout
     # 1. each thread combines the slots it holds
     partial: dict[int, SSAValue] = {}
@@ -211,11 +252,7 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
         del coords[dim]
         dslot = sum(c * m.stride for cs, modes in zip(coords, ld.dims) for c, m in zip(cs, modes)
                     if c is not None)
-        x = L.convert(L.frag_load(src, s), acc_type)
-        if kind in ("abssum", "absmax"):
-            from xdsl.dialects import math as mathd
-
-            x = L.emit(mathd.AbsFOp(x)).results[0] if is_float(acc_type) else x
+        x = _abs(L, kind, L.convert(L.frag_load(src, s), acc_type))
         partial[dslot] = x if dslot not in partial else _combine(L, kind, partial[dslot], x)
     # 2. threads that shared a row combine: butterflies inside a warp, shared memory across warps
     in_warp, across = [], []

@@ -79,6 +79,18 @@ def _rasterize(L: Lowerer, bx, by, gx, gy, panel: int):
     return new_bx, new_by
 
 
+def _linear_thread_id(L: Lowerer, extents: tuple[int, int, int]):
+    """x + y*X + z*X*Y: the order in which the hardware forms warps, which layouts assume."""
+    x_extent, y_extent, z_extent = extents
+    tid = L.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
+    for dim, extent, stride in ((gpu.DimensionEnum.Y, y_extent, x_extent),
+                                (gpu.DimensionEnum.Z, z_extent, x_extent * y_extent)):
+        if extent > 1:
+            t = L.emit(gpu.ThreadIdOp(gpu.DimensionAttr(dim))).results[0]
+            tid = L.emit(arith.AddiOp(tid, L.emit(arith.MuliOp(t, L.const(stride))).results[0])).results[0]
+    return tid
+
+
 def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     kernel = _kernel_of(f)
     tensors = list(f.body.block.args)
@@ -94,10 +106,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     for arg, t in zip(entry.args, tensors):
         arg.name_hint = t.name_hint
     L = Lowerer(kernel, entry)
-    L.tid = L.emit(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
-    if kernel.thread_extents[1] * kernel.thread_extents[2] > 1:
-        raise error_at(kernel, "multi-dimensional thread blocks are not supported by the CUDA target yet",
-                       hint="use threads=N with N up to 1024")
+    L.tid = _linear_thread_id(L, kernel.thread_extents)
     L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
     L.sizes = {}
     for d, (ti, axis) in zip(dims, sizes):
@@ -140,7 +149,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     L.emit(func.ReturnOp())
     new = func.FuncOp(f.sym_name.data, FunctionType.from_lists(arg_types, []), Region(entry))
     new.attributes["nvvm.kernel"] = UnitAttr()
-    new.attributes["nvvm.maxntid"] = DenseArrayBase.from_list(i32, [kernel.num_threads, 1, 1])
+    new.attributes["nvvm.maxntid"] = DenseArrayBase.from_list(i32, list(kernel.thread_extents))
     new.attributes["tilec.sizes"] = DenseArrayBase.from_list(i64, [x for pair in sizes for x in pair])
     new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + L.scratch_bytes, i64)
     new.location = f.location

@@ -165,3 +165,44 @@ def run_case(case: Case, target: str, device: str) -> None:
     got, expected = got.double().cpu(), expected.double().cpu()
     err = ((got - expected).norm() / expected.norm().clamp_min(1e-30)).item()
     assert err < case.tol and not torch.isnan(got).any(), f"{case.name}: relative error {err:.2e}"
+
+
+def two_d_threads():
+    @T.prim_func
+    def main(X: T.Tensor((64, 128), T.float32), Y: T.Tensor((64,), T.float32)):
+        with T.Kernel(4, threads=[32, 4]) as bx:
+            x = T.alloc_fragment((16, 128), T.float32)
+            y = T.alloc_fragment((16,), T.float32)
+            T.copy(X[bx * 16, 0], x)
+            T.reduce_max(x, y, dim=1)
+            T.copy(y, Y[bx * 16])
+
+    return main
+
+
+CASES.append(Case("threads_32x4", two_d_threads(), [1], lambda d: [torch.randn(64, 128, device=d)],
+                  lambda x: x.amax(1)))
+
+
+def reduce_shared(kind: str, cols: int):
+    reduce = {"sum": T.reduce_sum, "absmax": T.reduce_absmax}[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((32, cols), T.float32), Y: T.Tensor((32,), T.float32)):
+        with T.Kernel(2, threads=64) as bx:
+            s = T.alloc_shared((16, cols), T.float32)
+            y = T.alloc_fragment((16,), T.float32)
+            T.copy(X[bx * 16, 0], s)
+            T.fill(y, 1.0)
+            reduce(s, y, dim=1, clear=False)
+            T.copy(y, Y[bx * 16])
+
+    return main
+
+
+CASES += [
+    Case("reduce_shared_sum_unrolled", reduce_shared("sum", 24), [1], lambda d: [torch.randn(32, 24, device=d)],
+         lambda x: x.sum(1) + 1),
+    Case("reduce_shared_absmax_loop", reduce_shared("absmax", 100), [1], lambda d: [torch.randn(32, 100, device=d)],
+         lambda x: x.abs().amax(1).clamp_min(1.0)),
+]

@@ -136,5 +136,5 @@ class SimBackend:
         from tilec.targets.interp.simt import run_kernel
 
         args = [arrays[value] if kind == "tensor" else sizes[value] for kind, value in self.spec.args]
-        run_kernel(self.module, args, self.spec.grid.evaluate(sizes), self.spec.block[0], self.spec.smem_bytes,
+        run_kernel(self.module, args, self.spec.grid.evaluate(sizes), self.spec.block, self.spec.smem_bytes,
                    self.spec.kernel_name)

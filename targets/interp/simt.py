@@ -212,10 +212,12 @@ def _atomic(op, c):
 
 
 def _thread_id(op, c):
-    r = op.result
+    axis, r = "xyz".index(op.dimension.data.value), op.result
 
     def run(st):
-        st.env[r] = st.lanes[0]
+        x, y, _ = st.extents
+        lanes = st.lanes[0]
+        st.env[r] = (lanes % x, (lanes // x) % y, lanes // (x * y))[axis]
 
     return run
 
@@ -272,7 +274,7 @@ HANDLERS: dict[type, Callable] = {
 
 
 class SimtState(State):
-    __slots__ = ("shared",)
+    __slots__ = ("extents", "shared")
 
 
 class Compiler:
@@ -290,9 +292,9 @@ class Compiler:
         return _sequence(runners)
 
 
-def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], threads: int, smem_bytes: int,
-               name: str | None = None) -> None:
-    """Runs the `nvvm.kernel` function of `module` over `grid` blocks of `threads` threads.
+def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], block: tuple[int, int, int],
+               smem_bytes: int, name: str | None = None) -> None:
+    """Runs the `nvvm.kernel` function of `module` over `grid` blocks of `block` threads.
 
     `args` follow the kernel's parameters: numpy arrays for `memref<?xT>` (updated in place;
     any shape, read as flat) and Python ints for the i64 sizes.
@@ -307,13 +309,13 @@ def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], thr
             bound[p] = Memory(np.asarray(a).reshape(-1), "global")
         else:
             bound[p] = np.int64(a)
-    lanes = (np.arange(threads, dtype=np.int64),)
+    lanes = (np.arange(block[0] * block[1] * block[2], dtype=np.int64),)
     with np.errstate(all="ignore"):
         for bz in range(grid[2]):
             for by in range(grid[1]):
                 for bx in range(grid[0]):
                     st = SimtState()
                     st.env.update(bound)
-                    st.lanes, st.block = lanes, (bx, by, bz)
+                    st.lanes, st.block, st.extents = lanes, (bx, by, bz), tuple(block)
                     st.shared = Memory(np.zeros(max(smem_bytes, 1), np.uint8), "shared")
                     body(st)

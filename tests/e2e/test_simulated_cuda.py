@@ -33,3 +33,16 @@ def test_reference_kernel_on_the_simulator(name, monkeypatch):
     sys.modules.pop(name, None)
     module = __import__(name)
     assert module.main(), f"{name} failed on the simulated CUDA target"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_assembles_for_sm_90a(case, ptxas):
+    """The same thread-level IR goes through LLVM to PTX that ptxas accepts."""
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"), {})
+    cubin, report = assemble(emit_ptx(module, "sm_90a"), "sm_90a")
+    assert cubin.startswith(b"\x7fELF") and spec.kernel_name in report.kernels
