@@ -263,3 +263,40 @@ def gemm_accumulator_layout(m: int, n: int, threads: int) -> Layout:
     )
     return Layout(tuple(tuple(x for x in modes if x.size > 1) or (Mode(1, "s", 1),) for modes in dims),
                   (Mode(rep, "t", tn * tm),) if rep > 1 else ())
+
+
+def mma_warp_grid(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | None:
+    """(warps along M, warps along N) for m16n8k16 tiles of an m x n accumulator, or None."""
+    if m % 16 or n % 8:
+        return None
+    options = [(wm, warps // wm) for wm in range(1, warps + 1) if warps % wm == 0]
+    options = [(wm, wn) for wm, wn in options if (m // 16) % wm == 0 and (n // 8) % wn == 0]
+    if policy == "full_row":
+        options = [o for o in options if o[1] == 1] or options
+    elif policy == "full_col":
+        options = [o for o in options if o[0] == 1] or options
+    if not options:
+        return None
+    # square: the most even warp tile (its rows and columns closest), as TileLang's policy
+    return min(options, key=lambda o: abs(m // o[0] - n // o[1]))
+
+
+def mma_accumulator_layout(m: int, n: int, threads: int, policy: str = "square") -> Layout | None:
+    """The layout of an m x n f32 accumulator of mma.sync m16n8k16 over the block's warps.
+
+    Within one 16x8 tile, lane = (row % 8) * 4 + (col % 8) // 2 and register
+    (row // 8) * 2 + col % 2 (PTX ISA, "Matrix Fragments for mma.m16n8k16"); a warp
+    repeats the tile rm x rn times, and the warps form a wm x wn grid.
+    """
+    if threads % 32:
+        return None
+    grid = mma_warp_grid(m, n, threads // 32, policy)
+    if grid is None:
+        return None
+    wm, wn = grid
+    rm, rn = m // 16 // wm, n // 8 // wn
+    dims = (  # each warp owns a contiguous (m/wm) x (n/wn) block of the tile
+        (Mode(wm, "t", 32 * wn), Mode(rm, "s", 4 * rn), Mode(2, "s", 2), Mode(8, "t", 4)),
+        (Mode(wn, "t", 32), Mode(rn, "s", 4), Mode(4, "t", 1), Mode(2, "s", 1)),
+    )
+    return Layout(tuple(tuple(x for x in modes if x.size > 1) for modes in dims))

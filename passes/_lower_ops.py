@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects import arith, gpu, llvm, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerAttr, f32, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, f32, i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from tilec.dialects import nvvm, tile
 
-from ._layout import Layout, Mode, default_layout
+from ._layout import Layout, Mode, default_layout, mma_warp_grid
 from ._lower import INDEX, Lowerer, View, is_float, memref_type
 
 # --------------------------------------------------------------------------- #
@@ -311,6 +311,86 @@ def _flat_dst(L: Lowerer, layout: Layout, slot: int, shape) -> object:
 # --------------------------------------------------------------------------- #
 
 
+def _pair(L: Lowerer, view: View, index: list, second: list) -> SSAValue:
+    """Two elements as one mma register: vector<2xf16>, or i32 for bfloat16 (as upstream NVVM)."""
+    if L.vectorizable(view, index, 2) and second == index[:-1] + [L.add(index[-1], 1)]:
+        pair = L.load(view, index, 2)
+    else:
+        pair = L.pack([L.load(view, index), L.load(view, second)])
+    if str(view.element_type) == "bf16":
+        return L.emit(llvm.BitcastOp(pair, i32)).results[0]
+    return pair
+
+
+def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
+    """C += A @ B with mma.sync m16n8k16 (row-major A, column-major B fragments, f32 accumulator).
+
+    Fragment registers follow the PTX ISA: lane = 4 * group + tig; A register i holds row
+    group + 8 * (i % 2), columns 2 * tig + {0, 1} + 8 * (i // 2); B register j holds rows
+    2 * tig + {0, 1} + 8 * j of column group; C value i holds row group + 8 * (i // 2),
+    column 2 * tig + i % 2 — the accumulator layout of `_layout.mma_accumulator_layout`.
+    """
+    m, n, k = op.mnk()
+    wm, wn = mma_warp_grid(m, n, L.threads // 32, op.policy.data)
+    rm, rn = m // 16 // wm, n // 8 // wn
+    group, tig = L.coord(Mode(8, "t", 4)), L.coord(Mode(4, "t", 1))
+    row0 = L.add(L.mul(L.coord(Mode(wm, "t", 32 * wn)), m // wm), group)
+    col0 = L.add(L.mul(L.coord(Mode(wn, "t", 32)), n // wn), group)
+    k0 = L.mul(tig, 2)
+    bf16 = str(a.element_type) == "bf16"
+    props = {"shape": nvvm.MMAShapeAttr(16, 8, 16), "layoutA": nvvm.MMALayoutAttr(nvvm.MMALayout.ROW),
+             "layoutB": nvvm.MMALayoutAttr(nvvm.MMALayout.COL)}
+    if bf16:
+        props["multiplicandAPtxType"] = props["multiplicandBPtxType"] = nvvm.MMATypeAttr(nvvm.MMAType.BF16)
+    result = llvm.LLVMStructType.from_type_list([f32] * 4)
+
+    def a_index(row, kk):
+        return [kk, row] if op.trans_a else [row, kk]
+
+    def b_index(kk, col):
+        return [col, kk] if op.trans_b else [kk, col]
+
+    def step(kk, acc: dict) -> dict:
+        a_regs = []
+        for im in range(rm):
+            regs = []
+            for i in range(4):
+                row, kcol = L.add(row0, im * 16 + 8 * (i % 2)), L.add(L.add(kk, k0), 8 * (i // 2))
+                regs.append(_pair(L, a, a_index(row, kcol), a_index(row, L.add(kcol, 1))))
+            a_regs.append(regs)
+        out = dict(acc)
+        for jn in range(rn):
+            col = L.add(col0, jn * 8)
+            b_regs = []
+            for j in range(2):
+                krow = L.add(L.add(kk, k0), 8 * j)
+                b_regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
+            for im in range(rm):
+                slots = [(im * rn + jn) * 4 + i for i in range(4)]
+                mma = L.emit(nvvm.MmaSyncOp.build(operands=[a_regs[im], b_regs, [acc[s] for s in slots]],
+                                                  result_types=[result], properties=dict(props)))
+                for i, s in enumerate(slots):
+                    position = DenseArrayBase.from_list(i64, [i])
+                    out[s] = L.emit(llvm.ExtractValueOp(position, mma.results[0], f32)).results[0]
+        return out
+
+    slots = list(range(c.layout.num_slots))
+    acc = {s: L.const(0.0, f32) if op.clear_accum.value.data else L.frag_load(c, s) for s in slots}
+    if k // 16 <= 2:
+        for kk in range(0, k, 16):
+            acc = step(kk, acc)
+    else:  # a loop over K carrying the accumulators
+        body = Block(arg_types=[INDEX] + [f32] * len(slots))
+        loop = L.emit(scf.ForOp(L.const(0), L.const(k), L.const(16), [acc[s] for s in slots], body))
+        with L.push(body):
+            L.mults[body.args[0]] = 16
+            new = step(body.args[0], dict(zip(slots, body.args[1:])))
+            L.emit(scf.YieldOp(*[new[s] for s in slots]))
+        acc = dict(zip(slots, loop.results))
+    for s, v in acc.items():
+        L.frag_store(c, s, v)
+
+
 def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     a, b, c = L.views[op.a], L.views[op.b], L.views[op.c]
     m, n, k = op.mnk()
@@ -325,6 +405,9 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
                 b = tmp
     if c.kind != "fragment":
         raise L.error(op, "T.gemm on the CUDA target needs a fragment accumulator")
+    if "mma" in op.attributes:
+        _lower_gemm_mma(L, op, a, b, c)
+        return
     lc = c.layout
     acc_type = c.element_type
     rows: dict[int, object] = {}

@@ -154,13 +154,17 @@ CASES = [
 ]
 
 
-def run_case(case: Case, target: str, device: str) -> None:
+def run_case(case: Case, target: str, device: str, pass_configs: dict | None = None,
+             expect_ir: str | None = None) -> None:
     """Runs `case` on `target` with fresh inputs on `device` and checks it against its reference."""
     import tilec
 
     inputs = case.inputs(device)
     expected = case.reference(*[t.clone() for t in inputs])
-    out = tilec.compile(case.prim, out_idx=case.out_idx, target=target)(*inputs)
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target=target, pass_configs=pass_configs)
+    if expect_ir is not None:
+        assert expect_ir in kernel.get_ir("thread"), f"{case.name}: no {expect_ir} in the thread-level IR"
+    out = kernel(*inputs)
     got = inputs[case.check] if case.check is not None else out
     got, expected = got.double().cpu(), expected.double().cpu()
     err = ((got - expected).norm() / expected.norm().clamp_min(1e-30)).item()
@@ -205,4 +209,53 @@ CASES += [
          lambda x: x.sum(1) + 1),
     Case("reduce_shared_absmax_loop", reduce_shared("absmax", 100), [1], lambda d: [torch.randn(32, 100, device=d)],
          lambda x: x.abs().amax(1).clamp_min(1.0)),
+]
+
+
+def gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=False, policy=T.GemmWarpPolicy.Square, threads=128):
+    b_shape = (n, k) if transpose_b else (k, n)
+    b_tile = (bn, bk) if transpose_b else (bk, bn)
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), T.float32)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
+            a = T.alloc_shared((bm, bk), dtype)
+            b = T.alloc_shared(b_tile, dtype)
+            c = T.alloc_fragment((bm, bn), T.float32)
+            T.clear(c)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=2):
+                T.copy(A[by * bm, ko * bk], a)
+                if transpose_b:
+                    T.copy(B[bx * bn, ko * bk], b)
+                else:
+                    T.copy(B[ko * bk, bx * bn], b)
+                T.gemm(a, b, c, transpose_B=transpose_b, policy=policy)
+            T.copy(c, C[by * bm, bx * bn])
+
+    return main
+
+
+def _gemm_inputs(m, n, k, dtype, transpose_b):
+    torch_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    return lambda d: [torch.randn(m, k, device=d).to(torch_dtype),
+                      torch.randn(*((n, k) if transpose_b else (k, n)), device=d).to(torch_dtype)]
+
+
+def _gemm_ref(transpose_b):
+    return lambda a, b: a.float() @ (b.float().T if transpose_b else b.float())
+
+
+# Tensor-core gemms (mma.sync m16n8k16): every warp grid and repeat count, both operand types,
+# B row- and column-major, and tails; run with pass config tilec.enable_mma.
+MMA_CASES = [
+    Case(f"mma_{dtype}_{m}x{n}x{k}_{bm}x{bn}x{bk}{'_bt' if bt else ''}_{policy.name}_{threads}",
+         gemm_tiles(m, n, k, bm, bn, bk, dtype, bt, policy, threads), [2], _gemm_inputs(m, n, k, dtype, bt),
+         _gemm_ref(bt), tol=1e-3)
+    for (m, n, k, bm, bn, bk, dtype, bt, policy, threads) in [
+        (64, 64, 32, 64, 64, 32, "float16", False, T.GemmWarpPolicy.Square, 128),
+        (96, 80, 64, 64, 64, 32, "bfloat16", True, T.GemmWarpPolicy.Square, 128),
+        (128, 64, 64, 64, 32, 64, "float16", True, T.GemmWarpPolicy.FullRow, 128),
+        (64, 128, 48, 32, 64, 16, "bfloat16", False, T.GemmWarpPolicy.FullCol, 64),
+        (32, 32, 96, 32, 32, 32, "float16", False, T.GemmWarpPolicy.Square, 32),
+    ]
 ]

@@ -21,7 +21,7 @@ from tilec.language.program import Symbol
 from tilec.launch import GridExpr, LaunchSpec
 
 
-def cuda_tile_passes(target) -> list:
+def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     """The tile-level passes for an NVIDIA target, in order."""
     from tilec.passes.canonicalize import tile as _  # noqa: F401 - canonicalization patterns load lazily
     from tilec.passes.tile_infer_layout import TileInferLayoutPass
@@ -31,10 +31,16 @@ def cuda_tile_passes(target) -> list:
 
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
-        TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
+        TileInferLayoutPass(mma=_mma(target, pass_configs or {})),  # thread ↔ element maps for fragments and loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
     ]
+
+
+def _mma(target, pass_configs: dict) -> bool:
+    """Whether gemms may use mma.sync m16n8k16 (sm_80 and later, when enabled)."""
+    arch = target.arch or ""
+    return bool(pass_configs.get("tilec.enable_mma")) and arch.startswith("sm_") and int(arch[3:5]) >= 80
 
 
 def grid_expr(program) -> GridExpr:
@@ -75,13 +81,13 @@ def _dump(stage: str, text: str, name: str) -> None:
             f.write(text)
 
 
-def run_tile_passes(program, target) -> ModuleOp:
+def run_tile_passes(program, target, pass_configs: dict | None = None) -> ModuleOp:
     """A copy of the program's module after the tile-level passes."""
     from tilec.target import print_ir
 
     ctx = context()
     module = program.module.clone()
-    for p in cuda_tile_passes(target):
+    for p in cuda_tile_passes(target, pass_configs):
         p.apply(ctx, module)
         if config.VERIFY:
             module.verify()
@@ -102,11 +108,12 @@ def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, Laun
     grid = grid_expr(program)
     kernel = next(op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp))
     block = kernel.thread_extents
-    module = run_tile_passes(program, target)
+    module = run_tile_passes(program, target, pass_configs)
     ConvertTileToThreadPass().apply(context(), module)
     if config.VERIFY:
         module.verify()
-    stages = {"tile-opt": lambda: print_ir(run_tile_passes(program, target)), "thread": lambda: print_ir(module)}
+    stages = {"tile-opt": lambda: print_ir(run_tile_passes(program, target, pass_configs)),
+              "thread": lambda: print_ir(module)}
     if config.DUMP_IR:
         _dump("thread", print_ir(module), program.name)
     kfunc = next(op for op in module.ops if isinstance(op, func.FuncOp) and "nvvm.kernel" in op.attributes)

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects import gpu, llvm, memref, vector
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from ml_dtypes import bfloat16 as ml_bfloat16
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
 
@@ -259,6 +260,76 @@ def _inline_asm(op, c):
     return run
 
 
+def _bitcast(op, c):
+    """`llvm.bitcast` between i32 and vector<2 x 16-bit>: the same bytes per lane."""
+    src, r = op.arg, op.results[0]
+    to_vector = not isinstance(r.type, IntegerType)
+    dtype = numpy_dtype(r.type.element_type) if to_vector else np.dtype(np.int32)
+
+    def run(st):
+        v = np.ascontiguousarray(st.env[src])
+        if to_vector:
+            st.env[r] = v.astype(np.int32).reshape(v.shape + (1,)).view(dtype)
+        else:
+            st.env[r] = scalarize(v.view(np.int32).reshape(v.shape[:-1]))
+
+    return run
+
+
+def _extract_value(op, c):
+    (pos,) = op.position.get_values()
+    src, r = op.container, op.res
+
+    def run(st):
+        st.env[r] = st.env[src][pos]
+
+    return run
+
+
+def _mma(op, c):
+    """mma.sync m16n8k16 (row A, col B, f32 C) for every warp of the block, with the fragment
+    registers of the PTX ISA: lane = 4 * group + tig (see `_lower_ops._lower_gemm_mma`)."""
+    a_ops, b_ops, c_ops, r = tuple(op.operandA), tuple(op.operandB), tuple(op.operandC), op.res
+    half = np.dtype(ml_bfloat16) if op.element_type.value == "bf16" else np.dtype(np.float16)
+
+    def pairs(values, n):
+        out = np.empty((n, len(values), 2), np.float32)
+        for i, v in enumerate(values):
+            v = np.asarray(v)
+            if v.dtype == np.int32 or v.ndim < 2 and v.dtype.kind == "i":
+                v = np.broadcast_to(v, (n,)).astype(np.int32).reshape(n, 1).view(half)
+            out[:, i] = np.broadcast_to(v, (n, 2)).astype(np.float32)
+        return out
+
+    def run(st):
+        n = _lanes(st)
+        if st.mask is not None and not st.mask.all():
+            raise error_at(op, "nvvm.mma.sync under a divergent condition (simulated): every lane must take part")
+        a, b = pairs([st.env[x] for x in a_ops], n), pairs([st.env[x] for x in b_ops], n)
+        acc = np.stack([np.broadcast_to(st.env[x], (n,)).astype(np.float32) for x in c_ops], axis=1)
+        lane = np.arange(n) % 32
+        group, tig, warp = lane // 4, lane % 4, np.arange(n) // 32
+        out = np.empty_like(acc)
+        for w in range(n // 32):
+            sel = warp == w
+            am, bm, cm = np.zeros((16, 16), np.float32), np.zeros((16, 8), np.float32), np.zeros((16, 8), np.float32)
+            g, t = group[sel], tig[sel]
+            for i in range(4):
+                for e in range(2):
+                    am[g + 8 * (i % 2), 2 * t + e + 8 * (i // 2)] = a[sel, i, e]
+            for j in range(2):
+                for e in range(2):
+                    bm[2 * t + e + 8 * j, g] = b[sel, j, e]
+            for i in range(4):
+                cm[g + 8 * (i // 2), 2 * t + i % 2] = acc[sel, i]
+            d = (am.astype(np.float64) @ bm.astype(np.float64) + cm).astype(np.float32)
+            for i in range(4):
+                out[sel, i] = d[g + 8 * (i // 2), 2 * t + i % 2]
+        st.env[r] = tuple(out[:, i] for i in range(4))
+
+    return run
+
+
 def _nothing(op, c):
     return None  # barriers: the lanes of a block already run in lockstep
 
@@ -269,7 +340,8 @@ HANDLERS: dict[type, Callable] = {
     memref.ViewOp: _view, memref.AtomicRMWOp: _atomic, vector.LoadOp: _vector_load, vector.StoreOp: _vector_store,
     vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
     gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
-    llvm.InlineAsmOp: _inline_asm,
+    llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
+    nvvm.MmaSyncOp: _mma,
 }
 
 

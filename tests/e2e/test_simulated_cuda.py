@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from kernel_cases import CASES, run_case
+from kernel_cases import CASES, MMA_CASES, run_case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "kernels")
@@ -46,3 +46,22 @@ def test_case_assembles_for_sm_90a(case, ptxas):
     module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"), {})
     cubin, report = assemble(emit_ptx(module, "sm_90a"), "sm_90a")
     assert cubin.startswith(b"\x7fELF") and spec.kernel_name in report.kernels
+
+
+@pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
+def test_tensor_core_gemm_on_the_simulator(case):
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": True}, expect_ir="nvvm.mma.sync")
+
+
+@pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
+def test_tensor_core_gemm_assembles(case, ptxas):
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    program = build_prim_func(case.prim, case.out_idx)
+    module, spec, _ = lower_to_thread(program, resolve_target("sm_80"), {"tilec.enable_mma": True})
+    ptx = emit_ptx(module, "sm_80")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32" in ptx
+    assert assemble(ptx, "sm_80")[0].startswith(b"\x7fELF")

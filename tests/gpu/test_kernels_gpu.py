@@ -20,3 +20,12 @@ from kernel_cases import CASES, run_case  # noqa: E402
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_on_the_gpu(case):
     run_case(case, "cuda", "cuda")
+
+
+from kernel_cases import MMA_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
+def test_tensor_core_gemm_on_the_gpu(case):
+    """mma.sync m16n8k16 gemms (pass config tilec.enable_mma), first checked on the simulator."""
+    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": True}, expect_ir="nvvm.mma.sync")
