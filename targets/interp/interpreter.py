@@ -43,14 +43,18 @@ class State:
 
 
 class Compiler:
-    """Turns blocks of ops into runners, once per `run`."""
+    """Turns blocks of ops into runners, once per `run`, with one handler table."""
+
+    def __init__(self, handlers: dict | None = None, what: str = "the interpreter"):
+        self.handlers = HANDLERS if handlers is None else handlers
+        self.what = what
 
     def block(self, block: Block) -> Runner:
         runners = []
         for op in block.ops:
-            build = HANDLERS.get(type(op))
+            build = self.handlers.get(type(op))
             if build is None:
-                raise error_at(op, f"{op.name} is not supported by the interpreter")
+                raise error_at(op, f"{op.name} is not supported by {self.what}")
             runner = build(op, self)
             if runner is not None:
                 runners.append(runner)

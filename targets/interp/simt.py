@@ -19,13 +19,12 @@ from xdsl.dialects import gpu, llvm, memref, vector
 from ml_dtypes import bfloat16 as ml_bfloat16
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block
 
 from tilec.dialects import nvvm
 from tilec.errors import error_at
 
 from . import scalar_ops
-from .interpreter import State, _sequence
+from .interpreter import Compiler, State
 from .values import numpy_dtype, scalarize, uniform
 
 
@@ -349,21 +348,6 @@ class SimtState(State):
     __slots__ = ("extents", "shared")
 
 
-class Compiler:
-    """Turns blocks of thread-level ops into runners."""
-
-    def block(self, block: Block):
-        runners = []
-        for op in block.ops:
-            build = HANDLERS.get(type(op))
-            if build is None:
-                raise error_at(op, f"{op.name} is not supported by the thread-level simulator")
-            runner = build(op, self)
-            if runner is not None:
-                runners.append(runner)
-        return _sequence(runners)
-
-
 def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], block: tuple[int, int, int],
                smem_bytes: int, name: str | None = None) -> None:
     """Runs the `nvvm.kernel` function of `module` over `grid` blocks of `block` threads.
@@ -373,7 +357,7 @@ def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], blo
     """
     fn = next(op for op in module.ops if isinstance(op, FuncOp) and "nvvm.kernel" in op.attributes
               and (name is None or op.sym_name.data == name))
-    body = Compiler().block(fn.body.block)
+    body = Compiler(HANDLERS, "the thread-level simulator").block(fn.body.block)
     params = list(fn.body.block.args)
     bound = {}
     for p, a in zip(params, args):
