@@ -1,0 +1,102 @@
+"""GEMM throughput: tilec (SIMT and mma.sync) against torch (cuBLAS) and Triton, same run.
+
+C = A @ B with float16 A, B and a float16 C accumulated in float32. Every implementation is
+checked against a float32 torch product first; the table gives TFLOP/s and the ratio to cuBLAS.
+Writes $OUT/bench_gemm.json when OUT is set.
+"""
+
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tilec  # noqa: E402
+import tilec.language as T  # noqa: E402
+from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
+
+
+@tilec.jit(out_idx=[-1])
+def matmul(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, threads=128):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.float16)
+            B_s = T.alloc_shared((block_K, block_N), T.float16)
+            C_f = T.alloc_fragment((block_M, block_N), T.float32)
+            T.use_swizzle(panel_size=10)
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[ko * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def _triton_matmul():
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+            acc += tl.dot(x, y)
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+    def run(x, y):
+        m, k = x.shape
+        n = y.shape[1]
+        out = torch.empty(m, n, device=x.device, dtype=torch.float16)
+        kernel[(m // 128, n // 128)](x, y, out, m, n, k, BM=128, BN=128, BK=32)
+        return out
+
+    return run
+
+
+def main() -> int:
+    rows, log = [], []
+    triton_mm = _triton_matmul()
+    for m, n, k in SHAPES:
+        a = torch.randn(m, k, device="cuda").half()
+        b = torch.randn(k, n, device="cuda").half()
+        ref = a.float() @ b.float()
+        flops = 2 * m * n * k
+        impls = {"cublas": lambda: a @ b}
+        if triton_mm is not None:
+            impls["triton"] = lambda: triton_mm(a, b)
+        for name, configs in (("tilec simt", None), ("tilec mma", {"tilec.enable_mma": True})):
+            kernel = tilec.compile(matmul.fn(m, n, k), out_idx=[-1], pass_configs=configs)
+            impls[name] = lambda kernel=kernel: kernel(a, b)
+        results = {}
+        for name, fn in impls.items():
+            err = rel_err(fn(), ref)
+            ms = bench_ms(fn) if err < 1e-2 else float("nan")
+            results[name] = (ms, err)
+        base = results["cublas"][0]
+        for name, (ms, err) in results.items():
+            tflops = flops / (ms * 1e-3) / 1e12
+            rows.append([f"{m}x{n}x{k}", name, f"{ms * 1e3:.0f}", f"{tflops:.0f}", f"{base / ms:.2f}", f"{err:.1e}"])
+            log.append({"shape": [m, n, k], "impl": name, "ms": ms, "tflops": tflops, "rel_err": err})
+    write_log("bench_gemm", {"device": device_name(), "rows": log})
+    print(f"float16 GEMM on {device_name()} (median, L2 flushed)")
+    print_table(["shape", "impl", "us", "TFLOP/s", "x cuBLAS", "rel err"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
