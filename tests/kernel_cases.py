@@ -117,6 +117,34 @@ def serial_accumulate():
 
 
 
+def copy_tiles(m, n, bm, bn, dtype):
+    @T.prim_func
+    def main(A: T.Tensor((m, n), dtype), B: T.Tensor((m, n), dtype)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=64) as (bx, by):
+            s = T.alloc_shared((bm, bn), dtype)
+            f = T.alloc_fragment((bm, bn), T.float32)
+            T.copy(A[by * bm, bx * bn], s)
+            T.copy(s, f)
+            T.copy(f, B[by * bm, bx * bn])
+
+    return main
+
+
+def reduce_rows(m, n, bm, kind, dtype):
+    reduce = {"sum": T.reduce_sum, "max": T.reduce_max, "absmax": T.reduce_absmax}[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((m, n), dtype), Y: T.Tensor((m,), T.float32)):
+        with T.Kernel(T.ceildiv(m, bm), threads=64) as bx:
+            x = T.alloc_fragment((bm, n), T.float32)
+            y = T.alloc_fragment((bm,), T.float32)
+            T.copy(X[bx * bm, 0], x)
+            reduce(x, y, dim=1)
+            T.copy(y, Y[bx * bm])
+
+    return main
+
+
 @dataclass
 class Case:
     name: str

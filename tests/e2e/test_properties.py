@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import tilec
 import tilec.language as T
+from kernel_cases import copy_tiles, gemm_tiles, reduce_rows
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 sizes = st.integers(1, 70)
@@ -29,74 +30,29 @@ def _close(out: torch.Tensor, ref: np.ndarray, tol: float) -> None:
     assert np.allclose(out, ref, atol=tol * scale, rtol=tol), np.abs(out - ref).max()
 
 
-def tiled_copy(m, n, bm, bn, dtype):
-    @T.prim_func
-    def main(A: T.Tensor((m, n), dtype), B: T.Tensor((m, n), dtype)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=64) as (bx, by):
-            s = T.alloc_shared((bm, bn), dtype)
-            f = T.alloc_fragment((bm, bn), T.float32)
-            T.copy(A[by * bm, bx * bn], s)
-            T.copy(s, f)
-            T.copy(f, B[by * bm, bx * bn])
-
-    return main
-
-
 @settings(max_examples=20, deadline=None)
 @given(m=sizes, n=sizes, bm=tiles, bn=tiles, dtype=dtypes)
 def test_copy_round_trips_with_tails(m, n, bm, bn, dtype):
     a = _rand(m, n, dtype=dtype)
-    out = tilec.compile(tiled_copy(m, n, bm, bn, dtype), out_idx=[1], target="interp")(a)
+    out = tilec.compile(copy_tiles(m, n, bm, bn, dtype), out_idx=[1], target="interp")(a)
     assert torch.equal(out, a)
-
-
-def row_reduce(m, n, bm, kind, dtype):
-    reduce = {"sum": T.reduce_sum, "max": T.reduce_max, "absmax": T.reduce_absmax}[kind]
-
-    @T.prim_func
-    def main(X: T.Tensor((m, n), dtype), Y: T.Tensor((m,), T.float32)):
-        with T.Kernel(T.ceildiv(m, bm), threads=64) as bx:
-            x = T.alloc_fragment((bm, n), T.float32)
-            y = T.alloc_fragment((bm,), T.float32)
-            T.copy(X[bx * bm, 0], x)
-            reduce(x, y, dim=1)
-            T.copy(y, Y[bx * bm])
-
-    return main
 
 
 @settings(max_examples=20, deadline=None)
 @given(m=sizes, n=sizes, bm=tiles, kind=st.sampled_from(["sum", "max", "absmax"]), dtype=dtypes)
 def test_row_reductions(m, n, bm, kind, dtype):
     x = _rand(m, n, dtype=dtype)
-    out = tilec.compile(row_reduce(m, n, bm, kind, dtype), out_idx=[1], target="interp")(x)
+    out = tilec.compile(reduce_rows(m, n, bm, kind, dtype), out_idx=[1], target="interp")(x)
     xd = x.double().numpy()
     ref = {"sum": xd.sum(1), "max": xd.max(1), "absmax": np.abs(xd).max(1)}[kind]
     _close(out, ref, 1e-3)
-
-
-def gemm(m, n, k, bm, bn, bk, dtype):
-    @T.prim_func
-    def main(A: T.Tensor((m, k), dtype), B: T.Tensor((k, n), dtype), C: T.Tensor((m, n), T.float32)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=64) as (bx, by):
-            a = T.alloc_shared((bm, bk), dtype)
-            b = T.alloc_shared((bk, bn), dtype)
-            c = T.alloc_fragment((bm, bn), T.float32)
-            T.clear(c)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=2):
-                T.copy(A[by * bm, ko * bk], a)
-                T.copy(B[ko * bk, bx * bn], b)
-                T.gemm(a, b, c)
-            T.copy(c, C[by * bm, bx * bn])
-
-    return main
 
 
 @settings(max_examples=20, deadline=None)
 @given(m=sizes, n=sizes, k=sizes, bm=tiles, bn=tiles, bk=tiles, dtype=dtypes)
 def test_gemm_with_tails(m, n, k, bm, bn, bk, dtype):
     a, b = _rand(m, k, dtype=dtype), _rand(k, n, dtype=dtype)
-    out = tilec.compile(gemm(m, n, k, bm, bn, bk, dtype), out_idx=[2], target="interp")(a, b)
+    out = tilec.compile(gemm_tiles(m, n, k, bm, bn, bk, dtype, threads=64), out_idx=[2], target="interp")(a, b)
     _close(out, a.double().numpy() @ b.double().numpy(), 1e-3)
 
 
