@@ -10,6 +10,7 @@ import argparse
 import ast
 import importlib.util
 import io
+import json
 import os
 import re
 import sys
@@ -89,12 +90,40 @@ def cmd_compile(args) -> int:
 
         compiled = JITKernel(program, resolve_target(args.arch or "sm_90a"), {})
         text = compiled._backend.emit(emit)
+        if emit in ("ptx", "cubin") and args.output not in (None, "-"):
+            with open(os.path.splitext(args.output)[0] + ".json", "w", encoding="utf-8") as f:
+                json.dump(manifest(compiled, os.path.basename(args.output)), f, indent=2)
     if args.output in (None, "-"):
         sys.stdout.write(text if isinstance(text, str) else text.decode("latin1"))
     else:
         with open(args.output, "wb") as f:
             f.write(text.encode() if isinstance(text, str) else text)
     return 0
+
+
+def manifest(kernel, image: str) -> dict:
+    """How to launch a compiled kernel without Python: the deployment manifest next to its PTX/cubin.
+
+    `params` are the kernel's tensors in order (name, dtype, shape with size names for
+    dynamic dims, whether it is an output); `args` is the launch argument list (a tensor's
+    device pointer, or an int64 size); `grid` computes the grid from the sizes (each step is
+    [op, operands...] over earlier steps; `size` reads a size by name).
+    """
+    from tilec.language.program import Symbol
+
+    spec, program = kernel._backend.spec, kernel.program
+    return {
+        "format": "tilec-kernel-1",
+        "image": image,
+        "kernel": spec.kernel_name,
+        "arch": kernel.target.arch,
+        "block": list(spec.block),
+        "dynamic_shared_memory_bytes": spec.smem_bytes,
+        "params": [{"name": p.name, "dtype": p.dtype.name, "output": p.is_output,
+                    "shape": [d.name if isinstance(d, Symbol) else d for d in p.shape]} for p in program.params],
+        "args": [{"tensor": v} if kind == "tensor" else {"size": v} for kind, v in spec.args],
+        "grid": {"steps": spec.grid.program, "outputs": spec.grid.outputs},
+    }
 
 
 # --------------------------------------------------------------------------- #

@@ -159,3 +159,22 @@ def test_compile_to_cubin(tmp_path, ptxas):
                   "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes().startswith(b"\x7fELF")
+
+
+def test_compile_writes_a_launch_manifest(tmp_path):
+    """`-o k.ptx` also writes k.json: what a deployment needs to launch without Python."""
+    import json
+
+    out = tmp_path / "add.ptx"
+    proc = _tilec("compile", GOOD, "--kernel", "row_scale", "-D", "M=256", "-D", "N=128", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((tmp_path / "add.json").read_text())
+    assert manifest["image"] == "add.ptx" and manifest["kernel"] == "main"
+    assert manifest["block"] == [128, 1, 1]
+    assert [p["name"] for p in manifest["params"]] == ["A", "B"]
+    assert manifest["params"][0]["shape"] == [256, 128]
+    assert manifest["args"] == [{"tensor": 0}, {"tensor": 1}]
+    from tilec.launch import GridExpr
+
+    grid = GridExpr(manifest["grid"]["steps"], manifest["grid"]["outputs"])
+    assert grid.evaluate({}) == (4, 1, 1)
