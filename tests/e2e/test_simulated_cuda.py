@@ -65,3 +65,19 @@ def test_tensor_core_gemm_assembles(case, ptxas):
     ptx = emit_ptx(module, "sm_80")
     assert "mma.sync.aligned.m16n8k16.row.col.f32" in ptx
     assert assemble(ptx, "sm_80")[0].startswith(b"\x7fELF")
+
+
+def test_every_stage_prints_and_dumps(monkeypatch, tmp_path):
+    """get_ir gives each stage of the CUDA pipeline; TILEC_DUMP_IR writes the IR after every pass."""
+    from tilec import config
+
+    monkeypatch.setattr(config, "DUMP_IR", str(tmp_path))
+    case = next(c for c in CASES if c.name == "column_sum")
+    kernel = __import__("tilec").compile(case.prim, out_idx=case.out_idx, target="sim")
+    assert "tile.reduce" in kernel.get_ir("tile")
+    assert '#tile.fragment<"' in kernel.get_ir("tile-opt") and "tile.barrier" not in kernel.get_ir("tile")
+    assert "nvvm.kernel" in kernel.get_ir("thread")
+    dumped = sorted(p.name for p in tmp_path.iterdir())
+    for stage in ("tile-legalize-bounds", "tile-infer-layout", "tile-plan-shared-memory", "tile-insert-barriers",
+                  "thread"):
+        assert f"main.{stage}.mlir" in dumped, dumped
