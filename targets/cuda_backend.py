@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import time
@@ -40,45 +39,14 @@ class CacheMissError(TilecError):
     """A backend built from a memo's `build_key` (no tile IR in memory) found no cache entry."""
 
 
-# --------------------------------------------------------------------------- #
-# LaunchSpec <-> JSON (the spec's classes are the pipeline's; named in the entry)
-# --------------------------------------------------------------------------- #
+def spec_to_json(spec) -> str:
+    return spec.to_json()
 
 
-def _qualname(obj) -> str:
-    cls = type(obj)
-    return f"{cls.__module__}:{cls.__qualname__}"
+def spec_from_json(text: str):
+    from tilec.launch import LaunchSpec
 
-
-def _import(path: str):
-    module, _, name = path.partition(":")
-    obj = importlib.import_module(module)
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def spec_to_json(spec) -> dict:
-    if hasattr(spec, "to_json") and hasattr(type(spec), "from_json"):
-        return {"spec_class": _qualname(spec), "spec": spec.to_json()}
-    return {
-        "spec_class": _qualname(spec),
-        "grid_class": _qualname(spec.grid),
-        "kernel_name": spec.kernel_name,
-        "block": list(spec.block),
-        "smem_bytes": int(spec.smem_bytes),
-        "grid": spec.grid.to_json(),
-        "args": [[kind, value] for kind, value in spec.args],
-    }
-
-
-def spec_from_json(data: dict):
-    cls = _import(data["spec_class"])
-    if "spec" in data:
-        return cls.from_json(data["spec"])
-    grid = _import(data["grid_class"]).from_json(data["grid"])
-    return cls(kernel_name=data["kernel_name"], block=tuple(data["block"]), smem_bytes=data["smem_bytes"],
-               grid=grid, args=[(kind, value) for kind, value in data["args"]])
+    return LaunchSpec.from_json(text)
 
 
 def _report_to_json(report) -> dict | None:

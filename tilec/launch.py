@@ -37,6 +37,25 @@ class GridExpr:
         grid = [max(0, values[i]) for i in self.outputs]
         return tuple(grid + [1] * (3 - len(grid)))
 
+    def __str__(self) -> str:
+        """The grid as a formula of the sizes, e.g. `(ceildiv(N, 128), 1, 1)`."""
+        names = {"arith.addi": "{} + {}", "arith.subi": "{} - {}", "arith.muli": "{} * {}",
+                 "arith.ceildivsi": "ceildiv({}, {})", "arith.floordivsi": "{} // {}", "arith.divsi": "{} / {}",
+                 "arith.divui": "{} // {}", "arith.remsi": "{} % {}", "arith.maxsi": "max({}, {})",
+                 "arith.minsi": "min({}, {})"}
+        text: list[str] = []
+        for op, *args in self.program:
+            if op == "const":
+                text.append(str(args[0]))
+            elif op == "size":
+                text.append(args[0])
+            elif op == "copy":
+                text.append(text[args[0]])
+            else:
+                text.append(names[op].format(text[args[0]], text[args[1]]))
+        dims = [text[i] for i in self.outputs] + ["1"] * (3 - len(self.outputs))
+        return f"({', '.join(dims)})"
+
     def to_json(self) -> str:
         return json.dumps({"program": self.program, "outputs": self.outputs})
 

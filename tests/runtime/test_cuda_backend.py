@@ -2,17 +2,16 @@
 thread-level module: PTX (and a cubin where ptxas exists), IR stages, the disk cache, the
 launch description and the argument checks that come before any driver call."""
 
-import math
 import shutil
 import sys
 import types
-from dataclasses import dataclass
 
 import pytest
 
 from tilec import config
 
 import tilec
+from tilec.launch import GridExpr, LaunchSpec
 import tilec.language as T
 from tilec import TilecError
 from tilec.target import Target, resolve_target
@@ -38,33 +37,6 @@ func.func @add_kernel(%a: memref<?xf16>, %b: memref<?xf16>, %c: memref<?xf16>, %
 """
 
 
-@dataclass
-class FakeGrid:
-    """ceildiv(size, block) blocks along x: the contract's GridExpr, for one dimension."""
-
-    size: str
-    block: int
-
-    def evaluate(self, sizes):
-        return (math.ceil(sizes[self.size] / self.block), 1, 1)
-
-    def to_json(self):
-        return {"size": self.size, "block": self.block}
-
-    @classmethod
-    def from_json(cls, data):
-        return cls(data["size"], data["block"])
-
-
-@dataclass
-class FakeLaunchSpec:
-    kernel_name: str
-    block: tuple
-    smem_bytes: int
-    grid: FakeGrid
-    args: list
-
-
 def parse_thread(text):
     from tilec.dialects.nvvm import NVVM
     from xdsl.context import Context
@@ -85,13 +57,12 @@ def install_fake_pipeline(monkeypatch, calls):
 
     def lower_to_thread(program, target, pass_configs):
         calls.append(program.name)
-        spec = FakeLaunchSpec("add_kernel", (128, 1, 1), 0, FakeGrid("N", 128),
-                              [("tensor", 0), ("tensor", 1), ("tensor", 2), ("size", "N")])
+        grid = GridExpr([["size", "N"], ["const", 128], ["arith.ceildivsi", 0, 1]], [2])
+        spec = LaunchSpec("add_kernel", (128, 1, 1), 0, grid,
+                          [("tensor", 0), ("tensor", 1), ("tensor", 2), ("size", "N")])
         return parse_thread(THREAD_ADD), spec, {"tile-opt": "// tile-opt stage\n", "thread": THREAD_ADD}
 
-    FakeGrid.__module__ = FakeLaunchSpec.__module__ = "tilec.pipeline"
-    fake.lower_to_thread, fake.LaunchSpec, fake.GridExpr = lower_to_thread, FakeLaunchSpec, FakeGrid
-    fake.FakeGrid, fake.FakeLaunchSpec = FakeGrid, FakeLaunchSpec
+    fake.lower_to_thread, fake.LaunchSpec, fake.GridExpr = lower_to_thread, LaunchSpec, GridExpr
     monkeypatch.setitem(sys.modules, "tilec.pipeline", fake)
     monkeypatch.setattr(tilec, "pipeline", fake, raising=False)
 
@@ -204,7 +175,7 @@ def test_dump_ir(calls, monkeypatch, tmp_path):
 
 def test_launch_description(calls):
     text = compile_add().get_host_source()
-    assert "grid  = FakeGrid(size='N', block=128)" in text
+    assert "grid  = (ceildiv(N, 128), 1, 1)" in text
     assert "block = (128, 1, 1)" in text
     assert "3: N: int64 (size)" in text and "2: out0: float16* global" in text
 
