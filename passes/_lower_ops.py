@@ -13,7 +13,16 @@ import math
 
 from xdsl.dialects import arith, gpu, llvm, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, f32, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    UnrealizedConversionCastOp,
+    VectorType,
+    f32,
+    i32,
+    i64,
+)
 from xdsl.ir import Block, Region, SSAValue
 
 from tilec.dialects import nvvm, tile
@@ -322,6 +331,40 @@ def _pair(L: Lowerer, view: View, index: list, second: list) -> SSAValue:
     return pair
 
 
+def _shared_ptr(L: Lowerer, view: View, index: list) -> SSAValue:
+    """`!llvm.ptr<3>` to element `index` of a shared view (what nvvm ops address memory by)."""
+    ptr3 = llvm.LLVMPointerType(IntAttr(3))
+    base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr3])).results[0]
+    offset = L.emit(arith.IndexCastOp(L.ssa(L.flat(view, index)), i32)).results[0]
+    return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr3)).results[0]
+
+
+def _ldmatrix(L: Lowerer, view: View, index: list, num: int, trans: bool) -> list[SSAValue]:
+    """`num` 8x8 b16 matrices: each lane gives one row's address, gets its fragment registers."""
+    layout = nvvm.MMALayoutAttr(nvvm.MMALayout.COL if trans else nvvm.MMALayout.ROW)
+    result = i32 if num == 1 else llvm.LLVMStructType.from_type_list([i32] * num)
+    load = L.emit(nvvm.LdMatrixOp.create(operands=[_shared_ptr(L, view, index)], result_types=[result],
+                                         properties={"num": IntegerAttr(num, 32), "layout": layout}))
+    if num == 1:
+        return [load.results[0]]
+    return [L.emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [j]), load.results[0], i32)).results[0]
+            for j in range(num)]
+
+
+def _ldmatrix_ok(view: View, inner: int) -> bool:
+    """ldmatrix reads 16-byte rows of shared memory: rows of a multiple of 8 elements, 16-bit data."""
+    return view.kind == "shared" and element_bytes(view.element_type) == 2 and inner % 8 == 0 and \
+        all(isinstance(o, int) and o % 8 == 0 for o in view.offsets) and \
+        all(isinstance(s, int) and s % 8 == 0 for s in view.strides[:-1])
+
+
+def _as_operand(L: Lowerer, reg: SSAValue, element_type) -> SSAValue:
+    """An ldmatrix register as an mma operand: vector<2xf16> for f16, the i32 itself for bf16."""
+    if str(element_type) == "bf16":
+        return reg
+    return L.emit(llvm.BitcastOp(reg, VectorType(element_type, [2]))).results[0]
+
+
 def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
     """C += A @ B with mma.sync m16n8k16 (row-major A, column-major B fragments, f32 accumulator).
 
@@ -350,21 +393,47 @@ def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> N
     def b_index(kk, col):
         return [col, kk] if op.trans_b else [kk, col]
 
+    # ldmatrix: lane l addresses row l % 8 of matrix l // 8 (x4: A's four 8x8 blocks; x2: B's two)
+    a_ldm = _ldmatrix_ok(a, a.shape[1]) and _ldmatrix_ok(a, a.shape[0] if op.trans_a else 16)
+    b_ldm = _ldmatrix_ok(b, b.shape[1]) and _ldmatrix_ok(b, b.shape[0] if op.trans_b else 8)
+    r8, m_hi, k_hi = L.coord(Mode(8, "t", 1)), L.coord(Mode(2, "t", 8)), L.coord(Mode(2, "t", 16))
+    warp_row = L.mul(L.coord(Mode(wm, "t", 32 * wn)), m // wm)
+    warp_col = L.mul(L.coord(Mode(wn, "t", 32)), n // wn)
+
+    def a_fragment(im, kk) -> list[SSAValue]:
+        if a_ldm:
+            row0_block = L.add(warp_row, im * 16)
+            if op.trans_a:  # A is stored [k, m]: transposed 8x8 blocks
+                index = [L.add(L.add(kk, L.mul(k_hi, 8)), r8), L.add(row0_block, L.mul(m_hi, 8))]
+            else:
+                index = [L.add(L.add(row0_block, L.mul(m_hi, 8)), r8), L.add(kk, L.mul(k_hi, 8))]
+            return [_as_operand(L, r, a.element_type) for r in _ldmatrix(L, a, index, 4, op.trans_a)]
+        regs = []
+        for i in range(4):
+            row, kcol = L.add(row0, im * 16 + 8 * (i % 2)), L.add(L.add(kk, k0), 8 * (i // 2))
+            regs.append(_pair(L, a, a_index(row, kcol), a_index(row, L.add(kcol, 1))))
+        return regs
+
+    def b_fragment(jn, kk) -> list[SSAValue]:
+        if b_ldm:
+            n0 = L.add(warp_col, jn * 8)
+            if op.trans_b:  # B is stored [n, k]: its rows are the fragment's columns
+                index = [L.add(n0, r8), L.add(kk, L.mul(m_hi, 8))]
+            else:
+                index = [L.add(L.add(kk, L.mul(m_hi, 8)), r8), n0]
+            return [_as_operand(L, r, b.element_type) for r in _ldmatrix(L, b, index, 2, not op.trans_b)]
+        col = L.add(col0, jn * 8)
+        regs = []
+        for j in range(2):
+            krow = L.add(L.add(kk, k0), 8 * j)
+            regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
+        return regs
+
     def step(kk, acc: dict) -> dict:
-        a_regs = []
-        for im in range(rm):
-            regs = []
-            for i in range(4):
-                row, kcol = L.add(row0, im * 16 + 8 * (i % 2)), L.add(L.add(kk, k0), 8 * (i // 2))
-                regs.append(_pair(L, a, a_index(row, kcol), a_index(row, L.add(kcol, 1))))
-            a_regs.append(regs)
+        a_regs = [a_fragment(im, kk) for im in range(rm)]
         out = dict(acc)
         for jn in range(rn):
-            col = L.add(col0, jn * 8)
-            b_regs = []
-            for j in range(2):
-                krow = L.add(L.add(kk, k0), 8 * j)
-                b_regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
+            b_regs = b_fragment(jn, kk)
             for im in range(rm):
                 slots = [(im * rn + jn) * 4 + i for i in range(4)]
                 mma = L.emit(nvvm.MmaSyncOp.build(operands=[a_regs[im], b_regs, [acc[s] for s in slots]],

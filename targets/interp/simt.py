@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import gpu, llvm, memref, vector
 from ml_dtypes import bfloat16 as ml_bfloat16
-from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
 
 from tilec.dialects import nvvm
@@ -329,6 +329,61 @@ def _mma(op, c):
     return run
 
 
+class Pointer:
+    """An `!llvm.ptr` into one of the simulator's memories: the memory and an element offset."""
+
+    __slots__ = ("memory", "offset")
+
+    def __init__(self, memory: Memory, offset):
+        self.memory, self.offset = memory, offset
+
+
+def _to_pointer(op, c):
+    src, r = op.inputs[0], op.outputs[0]
+
+    def run(st):
+        st.env[r] = Pointer(st.env[src], np.int64(0))
+
+    return run
+
+
+def _gep(op, c):
+    ptr, (index,), r = op.ptr, tuple(op.ssa_indices), op.result
+
+    def run(st):
+        p = st.env[ptr]
+        st.env[r] = Pointer(p.memory, p.offset + np.asarray(st.env[index]).astype(np.int64))
+
+    return run
+
+
+def _ldmatrix(op, c):
+    """ldmatrix m8n8 .b16: lane l gives the address of row l % 8 of matrix l // 8; register j of
+    lane l holds row l // 4, columns 2 (l % 4) + {0, 1} of matrix j (its transpose with .trans)."""
+    num, trans, r = op.num.value.data, op.layout.data.value == "col", op.res
+
+    def run(st):
+        p = st.env[op.ptr]
+        n = _lanes(st)
+        offsets = np.broadcast_to(p.offset, (n,))
+        data = p.memory.array
+        _check(op, p.memory, offsets, None, 8)
+        lane = np.arange(n) % 32
+        regs = []
+        for j in range(num):
+            # the 8 row addresses of matrix j come from lanes 8j .. 8j+7 of each warp
+            rows = offsets.reshape(-1, 32)[:, 8 * j:8 * j + 8]  # (warps, 8)
+            block = data[rows[:, :, None] + np.arange(8)]  # (warps, 8 rows, 8 cols)
+            if trans:
+                block = block.transpose(0, 2, 1)
+            warp, row, col = np.arange(n) // 32, lane // 4, 2 * (lane % 4)
+            pair = np.stack([block[warp, row, col], block[warp, row, col + 1]], -1)
+            regs.append(np.ascontiguousarray(pair).view(np.int32).reshape(n))
+        st.env[r] = regs[0] if num == 1 else tuple(regs)
+
+    return run
+
+
 def _nothing(op, c):
     return None  # barriers: the lanes of a block already run in lockstep
 
@@ -340,7 +395,7 @@ HANDLERS: dict[type, Callable] = {
     vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
     gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
-    nvvm.MmaSyncOp: _mma,
+    nvvm.MmaSyncOp: _mma, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 

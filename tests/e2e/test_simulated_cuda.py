@@ -64,6 +64,7 @@ def test_tensor_core_gemm_assembles(case, ptxas):
     module, spec, _ = lower_to_thread(program, resolve_target("sm_80"), {"tilec.enable_mma": True})
     ptx = emit_ptx(module, "sm_80")
     assert "mma.sync.aligned.m16n8k16.row.col.f32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8" in ptx  # operands come from shared memory by ldmatrix
     assert assemble(ptx, "sm_80")[0].startswith(b"\x7fELF")
 
 
