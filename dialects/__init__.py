@@ -9,6 +9,17 @@ from __future__ import annotations
 from xdsl.context import Context
 
 
+def print_ir(op) -> str:
+    """The custom-syntax text of an IR operation (a module, usually), newline-terminated."""
+    import io
+
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue() + "\n"
+
+
 def append_op(block, op) -> None:
     """Adds `op` at the end of `block`, before its terminator if it has one already."""
     from xdsl.traits import IsTerminator

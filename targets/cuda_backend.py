@@ -115,7 +115,7 @@ class CudaBackend:
             not self.pass_configs.get("tl.disable_fast_math", False)
 
     def _key(self) -> str:
-        from tilec.target import print_ir
+        from tilec.dialects import print_ir
 
         convention = cache.program_to_json(self.program)
         convention.pop("loc", None)
@@ -152,7 +152,7 @@ class CudaBackend:
         )
 
         from tilec.pipeline import lower_to_thread
-        from tilec.target import print_ir
+        from tilec.dialects import print_ir
 
         name = self.program.name
         module, spec, stage_ir = lower_to_thread(self.program, self.target, self.pass_configs)
@@ -216,7 +216,7 @@ class CudaBackend:
     # ---- inspection ----------------------------------------------------------------------
     def get_ir(self, stage: str = "tile") -> str:
         if stage == "tile" and "tile" not in self.ir and self.program.module is not None:
-            from tilec.target import print_ir
+            from tilec.dialects import print_ir
 
             return print_ir(self.program.module)
         if stage not in self.ir and stage in ("tile-opt", "thread") and self.program.module is not None:

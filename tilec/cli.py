@@ -81,7 +81,7 @@ def cmd_compile(args) -> int:
     kernel = find_kernel(_load_module(args.file), args.kernel)
     program = build_program(kernel, defines)
     if emit == "tile":
-        from tilec.target import print_ir
+        from tilec.dialects import print_ir
 
         text = print_ir(program.module)
     else:

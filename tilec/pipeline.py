@@ -83,7 +83,7 @@ def _dump(stage: str, text: str, name: str) -> None:
 
 def run_tile_passes(program, target, pass_configs: dict | None = None) -> ModuleOp:
     """A copy of the program's module after the tile-level passes."""
-    from tilec.target import print_ir
+    from tilec.dialects import print_ir
 
     ctx = context()
     module = program.module.clone()
@@ -103,7 +103,7 @@ def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, Laun
     function returning the text (printing costs more than compiling).
     """
     from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
-    from tilec.target import print_ir
+    from tilec.dialects import print_ir
 
     grid = grid_expr(program)
     kernel = next(op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 from tilec import config
@@ -77,14 +76,6 @@ def resolve_target(target="auto") -> Target:
     raise TilecError(f"unknown target {target!r}", hint="use 'auto', 'cuda', 'sm_80', 'sm_90', 'sm_90a' or 'interp'")
 
 
-def print_ir(op) -> str:
-    from xdsl.printer import Printer
-
-    out = io.StringIO()
-    Printer(stream=out).print_op(op)
-    return out.getvalue() + "\n"
-
-
 class InterpBackend:
     """Runs the tile IR with numpy (targets/interp)."""
 
@@ -92,6 +83,8 @@ class InterpBackend:
         self.program = program
 
     def get_ir(self, stage: str) -> str:
+        from tilec.dialects import print_ir
+
         if stage != "tile":
             raise TilecError(f"the interpreter target has only the 'tile' IR stage, not {stage!r}")
         return print_ir(self.program.module)
@@ -119,6 +112,8 @@ class SimBackend:
         self.module, self.spec, self._stages = lower_to_thread(program, target, pass_configs)
 
     def get_ir(self, stage: str) -> str:
+        from tilec.dialects import print_ir
+
         if stage == "tile":
             return print_ir(self.program.module)
         if stage not in self._stages:

@@ -12,14 +12,13 @@ import inspect
 import io
 import re
 
-import pytest
 from xdsl.printer import Printer
 
 import tilec
 import tilec.language as T
 from tilec.frontend import build_prim_func
 from tilec.layout import make_swizzled_layout
-from tilec.target import print_ir
+from tilec.dialects import print_ir
 
 
 def _ir(program) -> str:
