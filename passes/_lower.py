@@ -55,11 +55,12 @@ class View:
     dims: list[Index] = field(default_factory=list)  # of the root (global bounds)
     in_bounds: bool = True
     layout: Layout | None = None
+    swizzle: int = 0  # bytes of the XOR swizzle of a shared buffer (T.annotate_layout): 0, 32, 64, 128
 
     def window(self, offsets: list[Index], shape: tuple[int, ...], lowerer: Lowerer, in_bounds: bool) -> View:
         return View(self.kind, self.mem, shape, self.element_type,
                     [lowerer.add(a, b) for a, b in zip(self.offsets, offsets)], self.strides, self.dims,
-                    self.in_bounds and in_bounds, self.layout)
+                    self.in_bounds and in_bounds, self.layout, self.swizzle)
 
 
 class SlotMap(dict):
@@ -224,7 +225,26 @@ class Lowerer:
         addr: Index = 0
         for off, i, stride in zip(view.offsets, index, view.strides):
             addr = self.add(addr, self.mul(self.add(off, i), stride))
-        return addr
+        return self.swizzled(addr, view) if view.swizzle else addr
+
+    def swizzled(self, addr: Index, view: View) -> Index:
+        """The element at `addr` of a swizzled buffer: byte bits 4.. XOR the bits above 128 bytes.
+
+        With `swizzle` bytes S, the 16-byte chunk c of each S-byte row-group r moves to
+        c ^ (r % (S / 16)) (CUTLASS's Swizzle<log2(S/16), 4, 3>), so rows that a warp reads
+        together fall into different banks; a 16-byte chunk never splits.
+        """
+        esize = _bytes(view.element_type)
+        mask = view.swizzle // 16 - 1
+        if isinstance(addr, int):
+            byte = addr * esize
+            return (byte ^ (((byte >> 7) & mask) << 4)) // esize
+        chunk_align = math.gcd(self.mult(addr), 16 // esize)
+        byte = self.emit(arith.MuliOp(addr, self.const(esize))).results[0]
+        row = self.emit(arith.AndIOp(self.emit(arith.ShRUIOp(byte, self.const(7))).results[0],
+                                     self.const(mask))).results[0]
+        moved = self.emit(arith.XOrIOp(byte, self.emit(arith.ShLIOp(row, self.const(4))).results[0])).results[0]
+        return self._index_op(arith.DivUIOp(moved, self.const(esize)), chunk_align)
 
     def in_bounds(self, view: View, index: list[Index]) -> SSAValue | None:
         """The condition that `index` lies inside the root tensor (None: always)."""
@@ -258,7 +278,7 @@ class Lowerer:
         m = 0
         for off, i, stride in zip(view.offsets, index, view.strides):
             m = math.gcd(m, self.mult(off) * self.mult(stride), self.mult(i) * self.mult(stride))
-        return m
+        return math.gcd(m, 16 // _bytes(view.element_type)) if view.swizzle else m
 
     def _guarded(self, cond: SSAValue | None, result_type: Attribute | None, body, zero):
         if cond is None:

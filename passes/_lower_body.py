@@ -142,7 +142,7 @@ def _alloc(L: Lowerer, op: tile.AllocOp) -> None:
             offset_bytes = offset.value.data
         mem = L.emit(memref.ViewOp(L.smem, L.const(offset_bytes), [], memref_type(typ.element_type, count, 3)))
         L.views[op.result] = View("shared", mem.results[0], typ.shape, typ.element_type, [0] * typ.rank,
-                                  strides, list(typ.shape))
+                                  strides, list(typ.shape), swizzle=_swizzle_of(op))
     elif typ.scope == "fragment":
         layout = layout_of(op)
         if layout is None:
@@ -152,6 +152,21 @@ def _alloc(L: Lowerer, op: tile.AllocOp) -> None:
     else:
         L.views[op.result] = View("local", L.alloca(typ.element_type, count), typ.shape, typ.element_type,
                                   [0] * typ.rank, strides, list(typ.shape))
+
+
+def _swizzle_of(alloc: tile.AllocOp) -> int:
+    """The swizzle `T.annotate_layout` gives a shared buffer anywhere in the kernel (0: none).
+
+    The XOR stays inside each 128-byte group, so a buffer whose size is not a whole number of
+    groups keeps the plain layout (the annotation is a performance hint, not a meaning).
+    """
+    typ = alloc.result.type
+    if typ.num_elements() * ops.element_bytes(typ.element_type) % 128:
+        return 0
+    for use in alloc.result.uses:
+        if isinstance(use.operation, tile.AnnotateLayoutOp):
+            return use.operation.layout.bytes
+    return 0
 
 
 def _region(L: Lowerer, op: tile.RegionOp) -> None:
@@ -177,7 +192,7 @@ def _reshape(L: Lowerer, op: tile.ReshapeOp) -> None:
         strides.insert(0, acc)
         acc *= n
     L.views[op.result] = View(src.kind, src.mem, shape, src.element_type, [0] * len(shape), strides,
-                              list(shape), src.in_bounds)
+                              list(shape), src.in_bounds, swizzle=src.swizzle)
 
 
 def _for(L: Lowerer, op: tile.ForOp, lanes: Lanes | None = None) -> None:
@@ -377,7 +392,7 @@ def _store(L: Lowerer, op: tile.StoreOp, lanes: Lanes | None) -> None:
 def _checked(view: View, op) -> View:
     if "in_bounds" in op.attributes and not view.in_bounds:
         return View(view.kind, view.mem, view.shape, view.element_type, view.offsets, view.strides, view.dims,
-                    True, view.layout)
+                    True, view.layout, view.swizzle)
     return view
 
 

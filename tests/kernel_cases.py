@@ -287,3 +287,32 @@ MMA_CASES = [
         (32, 32, 96, 32, 32, 32, "float16", False, T.GemmWarpPolicy.Square, 32),
     ]
 ]
+
+
+def gemm_swizzled(m, n, k, swizzle_bytes=128, dtype="float16"):
+    """The shared tiles carry an XOR swizzle (T.annotate_layout): every access must agree on it."""
+    from tilec.layout import make_swizzled_layout
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), dtype), B: T.Tensor((k, n), dtype), C: T.Tensor((m, n), T.float32)):
+        with T.Kernel(T.ceildiv(n, 64), T.ceildiv(m, 64), threads=128) as (bx, by):
+            a = T.alloc_shared((64, 64), dtype)
+            b = T.alloc_shared((64, 64), dtype)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.annotate_layout({a: make_swizzled_layout(a, swizzle_bytes=swizzle_bytes),
+                               b: make_swizzled_layout(b, swizzle_bytes=swizzle_bytes)})
+            T.clear(c)
+            for ko in T.Pipelined(T.ceildiv(k, 64), num_stages=2):
+                T.copy(A[by * 64, ko * 64], a)
+                T.copy(B[ko * 64, bx * 64], b)
+                T.gemm(a, b, c)
+            T.copy(c, C[by * 64, bx * 64])
+
+    return main
+
+
+SWIZZLE_CASES = [
+    Case(f"gemm_swizzle{s}", gemm_swizzled(96, 80, 128, s), [2], _gemm_inputs(96, 80, 128, "float16", False),
+         _gemm_ref(False), tol=1e-3)
+    for s in (32, 64, 128)
+]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from kernel_cases import CASES, MMA_CASES, run_case
+from kernel_cases import CASES, MMA_CASES, SWIZZLE_CASES, run_case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "kernels")
@@ -82,3 +82,22 @@ def test_every_stage_prints_and_dumps(monkeypatch, tmp_path):
     for stage in ("tile-legalize-bounds", "tile-infer-layout", "tile-plan-shared-memory", "tile-insert-barriers",
                   "thread"):
         assert f"main.{stage}.mlir" in dumped, dumped
+
+
+@pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
+@pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])
+def test_swizzled_shared_tiles_on_the_simulator(case, mma):
+    kernel_configs = {"tilec.enable_mma": True} if mma else None
+    run_case(case, "sim", "cpu", pass_configs=kernel_configs, expect_ir="arith.xori")
+
+
+@pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])
+def test_swizzled_gemm_assembles(case, ptxas):
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    module, _, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"),
+                                   {"tilec.enable_mma": True})
+    assert assemble(emit_ptx(module, "sm_90a"), "sm_90a")[0].startswith(b"\x7fELF")

@@ -29,3 +29,12 @@ from kernel_cases import MMA_CASES  # noqa: E402
 def test_tensor_core_gemm_on_the_gpu(case):
     """mma.sync m16n8k16 gemms (pass config tilec.enable_mma), first checked on the simulator."""
     run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": True}, expect_ir="nvvm.mma.sync")
+
+
+from kernel_cases import SWIZZLE_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
+@pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])
+def test_swizzled_shared_tiles_on_the_gpu(case, mma):
+    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": True} if mma else None)
