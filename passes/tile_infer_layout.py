@@ -1,6 +1,7 @@
 """Assign a thread layout to every fragment buffer and every `tile.parallel` loop.
 
-Requires: nothing (runs on the frontend's IR).
+Requires: tile-select-mma, when tensor cores are wanted (its `mma` attribute on a gemm
+  selects the instruction's accumulator layout).
 Establishes: each fragment `tile.alloc` and each `tile.parallel` carries
   `layout = #tile.fragment<...>`; fragments a parallel loop indexes with its
   induction variables hold those elements on the threads that run them.
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -81,21 +82,9 @@ def project(layout: Layout, dims: tuple[int, ...]) -> Layout:
     return layout
 
 
-def _mma_layout(op: tile.GemmOp, threads: int) -> Layout | None:
-    """The mma.sync m16n8k16 accumulator layout when the gemm can use it (f16/bf16 into f32)."""
-    a, b, c = (v.type.element_type for v in (op.a, op.b, op.c))
-    if a != b or str(a) not in ("f16", "bf16") or str(c) != "f32":
-        return None
-    m, n, k = op.mnk()
-    if k % 16:
-        return None
-    return mma_accumulator_layout(m, n, threads, op.policy.data)
-
-
 class _Inference:
-    def __init__(self, kernel: tile.KernelOp, mma: bool = False):
+    def __init__(self, kernel: tile.KernelOp):
         self.kernel = kernel
-        self.mma = mma
         self.threads = kernel.num_threads
         self.layouts: dict[Operation, Layout] = {}  # fragment allocs and parallel loops
 
@@ -116,10 +105,11 @@ class _Inference:
         for op in ops:
             if isinstance(op, tile.GemmOp) and _fragment(op.c) is not None:
                 m, n, _ = op.mnk()
-                tensor_core = _mma_layout(op, self.threads) if self.mma else None
-                if tensor_core is not None:
-                    op.attributes["mma"] = StringAttr("m16n8k16")  # the lowering issues mma.sync
-                self.set(_fragment(op.c), tensor_core or gemm_accumulator_layout(m, n, self.threads), op)
+                if "mma" in op.attributes:  # tile-select-mma chose mma.sync m16n8k16
+                    layout = mma_accumulator_layout(m, n, self.threads, op.policy.data)
+                else:
+                    layout = gemm_accumulator_layout(m, n, self.threads)
+                self.set(_fragment(op.c), layout, op)
         allocs = [op for op in ops if isinstance(op, tile.AllocOp) and op.result.type.scope == "fragment"]
         loops = [op for op in ops if isinstance(op, tile.ParallelOp)]
         while True:
@@ -188,14 +178,11 @@ class TileInferLayoutPass(ModulePass):
 
     name = "tile-infer-layout"
 
-    mma: bool = False
-    """Give f16/bf16 gemm accumulators the mma.sync m16n8k16 layout (sm_80 and later)."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in op.walk():
             if not isinstance(kernel, tile.KernelOp):
                 continue
-            inference = _Inference(kernel, self.mma)
+            inference = _Inference(kernel)
             inference.run()
             for target, layout in inference.layouts.items():
                 target.attributes["layout"] = tile.FragmentLayoutAttr(str(layout))

@@ -28,10 +28,12 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
     from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
+    from tilec.passes.tile_select_mma import TileSelectMmaPass
 
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
-        TileInferLayoutPass(mma=_mma(target, pass_configs or {})),  # thread ↔ element maps for fragments and loops
+        *([TileSelectMmaPass(arch=target.arch)] if _mma(target, pass_configs or {}) else []),  # tensor cores
+        TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
     ]

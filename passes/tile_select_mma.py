@@ -1,0 +1,62 @@
+"""Choose the tensor-core instruction of each `tile.gemm` the target can run on tensor cores.
+
+Requires: nothing (runs before tile-infer-layout).
+Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, with M % 16,
+  N % 8 and K % 16 zero and a warp grid that divides its tile, carries `mma = "m16n8k16"`
+  (mma.sync, sm_80 and later); tile-infer-layout then gives its accumulator the fragment
+  layout of that instruction and convert-tile-to-thread issues it.  Other gemms keep the
+  SIMT path.
+Fails: never; a gemm the instruction cannot run is left as it is.
+
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
+  becomes
+    tile.gemm %a, %b, %c {mma = "m16n8k16"} : ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+
+from tilec.dialects import tile
+
+from ._layout import mma_accumulator_layout
+
+
+def _kernel_of(op) -> tile.KernelOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, tile.KernelOp):
+        parent = parent.parent_op()
+    return parent
+
+
+def mma_fits(op: tile.GemmOp, threads: int) -> bool:
+    """Whether mma.sync m16n8k16 can compute this gemm with `threads` threads."""
+    a, b, c = (v.type.element_type for v in (op.a, op.b, op.c))
+    if a != b or str(a) not in ("f16", "bf16") or str(c) != "f32" or op.c.type.scope != "fragment":
+        return False
+    m, n, k = op.mnk()
+    return k % 16 == 0 and mma_accumulator_layout(m, n, threads, op.policy.data) is not None
+
+
+@dataclass(frozen=True)
+class TileSelectMmaPass(ModulePass):
+    """Choose the tensor-core instruction of each tile.gemm the target can run on tensor cores."""
+
+    name = "tile-select-mma"
+
+    arch: str = "sm_90a"
+    """The target; mma.sync needs sm_80 or later."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.arch.startswith("sm_") or int(self.arch[3:5]) < 80:
+            return
+        for gemm in op.walk():
+            if not isinstance(gemm, tile.GemmOp):
+                continue
+            kernel = _kernel_of(gemm)
+            if kernel is not None and mma_fits(gemm, kernel.num_threads):
+                gemm.attributes["mma"] = StringAttr("m16n8k16")

@@ -1,0 +1,50 @@
+// RUN: tilec opt %s -p "tile-select-mma{arch=sm_90a}" | filecheck %s
+// RUN: tilec opt %s -p "tile-select-mma{arch=sm_80},tile-infer-layout" | filecheck %s --check-prefix=LAYOUT
+// RUN: tilec opt %s -p "tile-select-mma{arch=sm_75}" | filecheck %s --check-prefix=OLD
+
+// A float16 gemm into a float32 fragment, 64x64 over four warps: mma.sync m16n8k16, and the
+// accumulator gets the instruction's fragment layout over a 2x2 warp grid.
+// CHECK-LABEL: func.func @f16_gemm
+// CHECK: tile.gemm {{.*}} {mma = "m16n8k16"}
+// LAYOUT-LABEL: func.func @f16_gemm
+// LAYOUT: %c = tile.alloc {layout = #tile.fragment<"(2t64,2s16,2s2,8t4)x(2t32,4s4,4t1,2s1)|r()">}
+// OLD-LABEL: func.func @f16_gemm
+// OLD-NOT: mma =
+func.func @f16_gemm() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// K = 8 is not a multiple of the instruction's 16: the SIMT path stays.
+// CHECK-LABEL: func.func @negative_k_not_16
+// CHECK-NOT: mma =
+func.func @negative_k_not_16() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x8xf16, shared>
+    %b = tile.alloc : !tile.buffer<8x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<64x8xf16, shared>, !tile.buffer<8x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// float32 operands have no m16n8k16 form here.
+// CHECK-LABEL: func.func @negative_f32_operands
+// CHECK-NOT: mma =
+func.func @negative_f32_operands() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x16xf32, shared>
+    %b = tile.alloc : !tile.buffer<16x64xf32, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<64x16xf32, shared>, !tile.buffer<16x64xf32, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
