@@ -122,3 +122,41 @@ def test_interpreter_runs_what_the_cuda_target_rejects():
     a, b = torch.randn(64), torch.zeros(64)
     tilec.compile(fragment_indexed_by_a_computed_index(), target="interp")(a, b)
     assert torch.equal(b, a.flip(0))
+
+
+def shared_index_past_the_end():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64,), T.float32)
+            T.copy(A, s)
+            for i in T.Parallel(64):
+                B[i] = s[i + 1]  # ERR
+
+    return main
+
+
+def failing_device_assert():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                T.device_assert(A[i] < 100.0, "too large")  # ERR
+
+    return main
+
+
+@pytest.mark.parametrize("make,fragment,inputs", [
+    (shared_index_past_the_end, "outside shared memory", lambda torch: [torch.randn(64)]),
+    (failing_device_assert, "device assertion failed", lambda torch: [torch.full((64,), 1000.0)]),
+], ids=["out_of_range", "device_assert"])
+def test_simulator_errors_are_located(make, fragment, inputs):
+    """What memcheck or a trap would report on the GPU, the simulator reports at the kernel's line."""
+    import torch
+
+    kernel = tilec.compile(make(), target="sim")
+    with pytest.raises(TilecError) as info:
+        kernel(*inputs(torch), *([torch.zeros(64)] if make is shared_index_past_the_end else []))
+    text = str(info.value)
+    assert fragment in text, text
+    assert f"test_cuda_diagnostics.py:{_marked_line(make)}:" in text.splitlines()[0], text

@@ -71,3 +71,20 @@ def test_unknown_config_key_is_an_error():
 
     with pytest.raises(tilec.TilecError, match="blok"):
         scale(64)
+
+
+def test_no_passing_config_is_an_error_naming_each():
+    scale = make_scale(wrong_block=None)
+    scale.configs = [{"block": 32}]
+    scale.check["ref_prog"] = lambda a: a * 5.0  # nothing can match
+    with pytest.raises(tilec.TilecError, match=r"no configuration of scale compiled and passed the check \(\{'block': 32\}"):
+        scale(64)
+
+
+def test_unknown_target_is_an_error():
+    from tilec.target import resolve_target
+
+    with pytest.raises(tilec.TilecError, match="unknown target 'sm_42'"):
+        resolve_target("sm_42")
+    with pytest.raises(tilec.TilecError, match="ROCm"):
+        resolve_target("gfx942")
