@@ -251,11 +251,7 @@ class Builder:
         return Scalar(self.emit(arith.XOrIOp(x, self.const(1, i1))).results[0])
 
     def select(self, cond, a, b) -> Scalar:
-        if not isinstance(a, Scalar) and not isinstance(b, Scalar):
-            typ = self.common_type(Scalar(self.const(0.0 if isinstance(a, float) or isinstance(b, float) else 0,
-                                                     _py_type(a, b))), a)
-        else:
-            typ = self.common_type(a, b)
+        typ = self.common_type(a, b) if isinstance(a, Scalar) or isinstance(b, Scalar) else _py_type(a, b)
         c = self.to_ssa(cond, i1)
         return Scalar(self.emit(arith.SelectOp(c, self.to_ssa(a, typ), self.to_ssa(b, typ))).results[0])
 

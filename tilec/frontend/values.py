@@ -47,9 +47,6 @@ class Scalar:
     def dtype(self) -> DType:
         return from_ir(self.ssa.type)
 
-    def astype(self, dtype):  # the frontend intercepts this; here only for introspection
-        raise RuntimeError("astype is only usable inside kernels")
-
 
 @dataclass(frozen=True)
 class TileRef:
