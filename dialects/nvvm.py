@@ -300,6 +300,23 @@ class VoteBallotOp(IRDLOperation):
     res = result_def(i32)
 
 
+# ------------------------------------------------------------------------------- math
+
+
+@irdl_op_definition
+class RcpApproxFtzF32Op(IRDLOperation):
+    """`rcp.approx.ftz.f32`: the hardware reciprocal (one MUFU.RCP), about 1 ulp, subnormals flushed."""
+
+    name = "nvvm.rcp.approx.ftz.f"
+    arg = operand_def(f32)
+    res = result_def(f32)
+
+    assembly_format = "$arg attr-dict `:` type($res)"
+
+    def __init__(self, arg: SSAValue | Operation):
+        super().__init__(operands=[arg], result_types=[f32])
+
+
 # --------------------------------------------------------------------------- barriers
 
 
@@ -507,6 +524,7 @@ NVVM = Dialect(
         ShflSyncOp,
         ReduxSyncOp,
         VoteBallotOp,
+        RcpApproxFtzF32Op,
         Barrier0Op,
         BarWarpSyncOp,
         FenceProxyOp,

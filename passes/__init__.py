@@ -48,6 +48,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile-plan-shared-memory": _lazy("tile_plan_shared_memory", "TilePlanSharedMemoryPass"),
     "tile-insert-barriers": _lazy("tile_insert_barriers", "TileInsertBarriersPass"),
     "convert-tile-to-thread": _lazy("convert_tile_to_thread", "ConvertTileToThreadPass"),
+    "thread-shared-divisor": _lazy("thread_shared_divisor", "ThreadSharedDivisorPass"),
 }
 """Every pass `tilec opt -p` knows, by name."""
 

@@ -1,6 +1,7 @@
 """Which passes run, in which order, per target; and what the runtime needs to launch the result.
 
-    tile (frontend) ─ cuda_tile_passes ─▶ tile-opt ─ convert-tile-to-thread ─▶ thread ─ targets.nvptx ─▶ PTX
+    tile (frontend) ─ cuda_tile_passes ─▶ tile-opt ─ convert-tile-to-thread, thread-shared-divisor ─▶ thread
+        ─ targets.nvptx ─▶ PTX
 
 Each stage's IR can be kept (`get_ir(stage)`) and is written to
 `TILEC_DUMP_IR` when that is set.
@@ -40,9 +41,9 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
 
 
 def _mma(target, pass_configs: dict) -> bool:
-    """Whether gemms may use mma.sync m16n8k16 (sm_80 and later, when enabled)."""
+    """Whether gemms may use mma.sync m16n8k16: sm_80 and later, unless `tilec.enable_mma` is False."""
     arch = target.arch or ""
-    return bool(pass_configs.get("tilec.enable_mma")) and arch.startswith("sm_") and int(arch[3:5]) >= 80
+    return bool(pass_configs.get("tilec.enable_mma", True)) and arch.startswith("sm_") and int(arch[3:5]) >= 80
 
 
 def grid_expr(program) -> GridExpr:
@@ -104,14 +105,16 @@ def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, Laun
     Stage IRs are printed only when asked for: each value of the dict is a
     function returning the text (printing costs more than compiling).
     """
-    from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
     from tilec.dialects import print_ir
+    from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
+    from tilec.passes.thread_shared_divisor import ThreadSharedDivisorPass
 
     grid = grid_expr(program)
     kernel = next(op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp))
     block = kernel.thread_extents
     module = run_tile_passes(program, target, pass_configs)
     ConvertTileToThreadPass().apply(context(), module)
+    ThreadSharedDivisorPass().apply(context(), module)  # one reciprocal per divisor, results unchanged
     if config.VERIFY:
         module.verify()
     stages = {"tile-opt": lambda: print_ir(run_tile_passes(program, target, pass_configs)),

@@ -384,6 +384,18 @@ def _ldmatrix(op, c):
     return run
 
 
+def _flush(x):
+    """Subnormal float32 values (scalar or array) become zeros of the same sign, as `.ftz` does."""
+    x = np.asarray(x, np.float32)
+    return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), x), x)
+
+
+def _rcp_approx_ftz(x):
+    # the hardware is within 1 ulp of 1/x; the correctly rounded reciprocal is one such value
+    with np.errstate(divide="ignore"):
+        return scalarize(_flush(np.float32(1) / _flush(x)))
+
+
 def _nothing(op, c):
     return None  # barriers: the lanes of a block already run in lockstep
 
@@ -395,7 +407,7 @@ HANDLERS: dict[type, Callable] = {
     vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
     gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
-    nvvm.MmaSyncOp: _mma, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
+    nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 

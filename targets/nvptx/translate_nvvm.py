@@ -10,6 +10,7 @@ from .translate import FunctionTranslator as T
 from .translate import lowers
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+F32 = ir.FloatType()
 VOID = ir.VoidType()
 
 
@@ -49,6 +50,11 @@ def _redux(t: T, op: nvvm.ReduxSyncOp) -> None:
 @lowers(nvvm.VoteBallotOp)
 def _ballot(t: T, op: nvvm.VoteBallotOp) -> None:
     t.set(op, t.call("llvm.nvvm.vote.ballot.sync", I32, t.operands(op)))
+
+
+@lowers(nvvm.RcpApproxFtzF32Op)
+def _rcp_approx(t: T, op: nvvm.RcpApproxFtzF32Op) -> None:
+    t.set(op, t.call("llvm.nvvm.rcp.approx.ftz.f", F32, t.operands(op)))
 
 
 @lowers(nvvm.Barrier0Op)

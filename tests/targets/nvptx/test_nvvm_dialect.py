@@ -14,6 +14,7 @@ func.func @ops(%m: i32, %x: f32, %s: !llvm.ptr<3>, %g: !llvm.ptr<1>) {
   %t = nvvm.read.ptx.sreg.tid.x : i32
   %v = "nvvm.shfl.sync"(%m, %x, %t, %m) <{kind = #nvvm<shfl_kind down>}> : (i32, f32, i32, i32) -> f32
   %r = "nvvm.redux.sync"(%t, %m) <{kind = #nvvm<redux_kind umax>}> : (i32, i32) -> i32
+  %y = nvvm.rcp.approx.ftz.f %x : f32
   "nvvm.fence.proxy"() <{kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}> : () -> ()
   "nvvm.cp.async.shared.global"(%s, %g) <{size = 16 : i32, modifier = #nvvm.load_cache_modifier<cg>}> : (!llvm.ptr<3>, !llvm.ptr<1>) -> ()
   func.return
@@ -33,6 +34,7 @@ def test_round_trip():
         ('"nvvm.cp.async.shared.global"(%s, %g) <{size = 8 : i32, modifier = #nvvm.load_cache_modifier<cg>}> : (!llvm.ptr<3>, !llvm.ptr<1>) -> ()', "cg modifier needs size 16"),
         ('"nvvm.cp.async.shared.global"(%g, %s) <{size = 16 : i32, modifier = #nvvm.load_cache_modifier<cg>}> : (!llvm.ptr<1>, !llvm.ptr<3>) -> ()', "dst must be"),
         ('%v = "nvvm.shfl.sync"(%m, %l, %m, %m) <{kind = #nvvm<shfl_kind idx>}> : (i32, i64, i32, i32) -> i64', "val must be i32 or f32"),
+        ('%v = "nvvm.rcp.approx.ftz.f"(%m) : (i32) -> f32', "f32"),
         ('%v = "nvvm.ldmatrix"(%s) <{num = 4 : i32, layout = #nvvm.mma_layout<row>}> : (!llvm.ptr<3>) -> i32', "result must be"),
     ],
 )  # fmt: skip
