@@ -36,7 +36,7 @@ PASS_CONFIG_KEYS = (
     "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output", "tl.disable_thread_storage_sync",
     "tl.disable_shuffle_elect", "tl.enable_lower_ldgstg",
     # tilec's own
-    "tilec.enable_mma",  # tensor-core gemm (mma.sync m16n8k16) on sm_80+; off until checked on the GPU
+    "tilec.enable_mma",  # tensor-core gemm (mma.sync m16n8k16) on sm_80+; on by default, False for the SIMT gemm
 )
 
 

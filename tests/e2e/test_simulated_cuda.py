@@ -87,8 +87,16 @@ def test_every_stage_prints_and_dumps(monkeypatch, tmp_path):
 @pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
 @pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])
 def test_swizzled_shared_tiles_on_the_simulator(case, mma):
-    kernel_configs = {"tilec.enable_mma": True} if mma else None
-    run_case(case, "sim", "cpu", pass_configs=kernel_configs, expect_ir="arith.xori")
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": mma}, expect_ir="arith.xori")
+
+
+GEMM_CASES = [c for c in CASES if "gemm" in c.name]
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[c.name for c in GEMM_CASES])
+def test_simt_gemm_on_the_simulator(case):
+    """The SIMT gemm (tensor cores off): the path for pre-sm_80 targets and for `tilec.enable_mma=False`."""
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": False}, expect_ir="math.fma")
 
 
 @pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])

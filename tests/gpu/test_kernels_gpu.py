@@ -37,4 +37,13 @@ from kernel_cases import SWIZZLE_CASES  # noqa: E402
 @pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
 @pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])
 def test_swizzled_shared_tiles_on_the_gpu(case, mma):
-    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": True} if mma else None)
+    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": mma})
+
+
+GEMM_CASES = [c for c in CASES if "gemm" in c.name]
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[c.name for c in GEMM_CASES])
+def test_simt_gemm_on_the_gpu(case):
+    """The SIMT gemm (tensor cores off), no longer the default on sm_80+."""
+    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": False}, expect_ir="math.fma")
