@@ -23,6 +23,34 @@ def bench_ms(fn, warmup: float = 25, rep: float = 200) -> float:
     return do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
 
 
+def graph_ms(call, input_sets, replays: int = 20) -> float:
+    """Milliseconds per call of `call(*inputs)`, back to back in one CUDA graph over `input_sets`.
+
+    Rotate over enough input sets to exceed the 50 MB L2, so that this is the kernels' own
+    time with inputs from device memory, without the host's launch gaps of single timed calls.
+    A tilec kernel must use the cuda-bindings loader (pycuda cannot launch during capture).
+    """
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for inputs in input_sets:
+            call(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for inputs in input_sets:
+            call(*inputs)
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / (replays * len(input_sets))
+
+
 def rel_err(out, ref) -> float:
     """‖out − ref‖ / ‖ref‖ in float64 (inf when out has a NaN)."""
     out, ref = out.detach().double(), ref.detach().double()

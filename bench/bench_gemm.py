@@ -79,7 +79,7 @@ def main() -> int:
         impls = {"cublas": lambda: a @ b}
         if triton_mm is not None:
             impls["triton"] = lambda: triton_mm(a, b)
-        for name, configs in (("tilec simt", None), ("tilec mma", {"tilec.enable_mma": True})):
+        for name, configs in (("tilec simt", {"tilec.enable_mma": False}), ("tilec mma", None)):
             kernel = tilec.compile(matmul.fn(m, n, k), out_idx=[-1], pass_configs=configs)
             impls[name] = lambda kernel=kernel: kernel(a, b)
         results = {}

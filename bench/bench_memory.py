@@ -31,6 +31,7 @@ from _common import (
     cold_compile_ms,
     device_name,
     gbps,
+    graph_ms,
     print_table,
     rel_err,
     write_log,
@@ -208,14 +209,33 @@ WORKLOADS = {
 }
 
 
-def _copy_ms(nbytes: int) -> float:
-    """`dst.copy_(src)` moving `nbytes` in all: nbytes/2 read, nbytes/2 written."""
+GRAPH_BYTES = 256 << 20  # the input sets a graph rotates over: several times the 50 MB L2
+
+
+def input_sets(name: str, first: tuple) -> list[tuple]:
+    """`first` and fresh input sets, together at least GRAPH_BYTES (and two sets)."""
+    per_set = sum(t.numel() * t.element_size() for t in first)
+    return [first] + [WORKLOADS[name]["inputs"]() for _ in range(max(1, -(-GRAPH_BYTES // per_set) - 1))]
+
+
+def _copy_ms(nbytes: int) -> tuple[float, float]:
+    """`dst.copy_(src)` moving `nbytes` in all (nbytes/2 read, nbytes/2 written): single call, graph."""
     half = nbytes // 4  # float16 elements
-    src, dst = _randn(half), torch.empty(half, device="cuda", dtype=torch.float16)
-    return bench_ms(lambda: dst.copy_(src))
+    srcs = [(_randn(half), torch.empty(half, device="cuda", dtype=torch.float16))
+            for _ in range(max(2, -(-GRAPH_BYTES // (2 * half))))]
+    src, dst = srcs[0]
+    return bench_ms(lambda: dst.copy_(src)), graph_ms(lambda s, d: d.copy_(s), srcs)
 
 
-def run_impl(name: str, impl: str, fn, inputs, ref, nbytes: int, copy_gbps: float | None) -> dict:
+def _graph_kernel(kernel):
+    """The same compiled kernel loaded with cuda-bindings, which can launch inside graph capture."""
+    from tilec.jit import JITKernel
+
+    return JITKernel(kernel.program, kernel.target, kernel.pass_configs, execution_backend="cuda-bindings")
+
+
+def run_impl(name: str, impl: str, fn, inputs, ref, nbytes: int, copy_gbps: float | None,
+             copy_graph: float | None = None, sets: list | None = None) -> dict:
     row = {"workload": name, "impl": impl, "bytes": nbytes}
     try:
         err = rel_err(fn(*inputs), ref)
@@ -229,6 +249,10 @@ def run_impl(name: str, impl: str, fn, inputs, ref, nbytes: int, copy_gbps: floa
         row["ms"] = bench_ms(lambda: fn(*inputs))
         row["gbps"] = gbps(nbytes, row["ms"])
         row["pct_copy"] = 100 * row["gbps"] / copy_gbps if copy_gbps else None
+        if sets is not None:
+            row["graph_ms"] = graph_ms(_graph_kernel(fn) if impl == "tilec" else fn, sets)
+            row["graph_gbps"] = gbps(nbytes, row["graph_ms"])
+            row["graph_pct_copy"] = 100 * row["graph_gbps"] / copy_graph if copy_graph else None
         row["status"] = "ok"
     except Exception as e:  # noqa: BLE001 - one broken implementation must not end the table
         row["status"] = f"ERROR: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -247,10 +271,12 @@ def main() -> int:
         inputs = w["inputs"]()
         ref = w["ref"](*inputs)
         nbytes = w["nbytes"]
-        copy_ms = _copy_ms(nbytes)
-        copy_gbps = gbps(nbytes, copy_ms)
+        copy_ms, copy_graph_ms = _copy_ms(nbytes)
+        copy_gbps, copy_graph = gbps(nbytes, copy_ms), gbps(nbytes, copy_graph_ms)
         rows.append({"workload": name, "impl": "copy", "bytes": nbytes, "ms": copy_ms, "gbps": copy_gbps,
-                     "pct_copy": 100.0, "status": "ok"})
+                     "pct_copy": 100.0, "graph_ms": copy_graph_ms, "graph_gbps": copy_graph,
+                     "graph_pct_copy": 100.0, "status": "ok"})
+        sets = input_sets(name, inputs)
         impls = {"torch": w["torch"]}
         try:
             start = time.perf_counter()
@@ -263,7 +289,7 @@ def main() -> int:
         if triton is not None:
             impls["triton"] = w["triton"]
         for impl, fn in impls.items():
-            row = run_impl(name, impl, fn, inputs, ref, nbytes, copy_gbps)
+            row = run_impl(name, impl, fn, inputs, ref, nbytes, copy_gbps, copy_graph, sets)
             rows.append(row)
             print(f"{name:8s} {impl:7s} {row['status']}", flush=True)
         if "tilec" in impls:
@@ -273,7 +299,7 @@ def main() -> int:
                 if row["workload"] == name and row["impl"] == "tilec":
                     row["cold_compile_ms"] = compile_ms[name]
                     row["to_ptx_ms"] = ptx_ms
-        del inputs, ref
+        del inputs, ref, sets
         torch.cuda.empty_cache()
 
     for row in rows:
@@ -281,12 +307,14 @@ def main() -> int:
             print(f"\n--- {row['workload']} / {row['impl']} ---\n{row['traceback']}", file=sys.stderr)
     write_log("bench_memory", {"device": device_name(), "torch": torch.__version__,
                                "triton": getattr(triton, "__version__", None), "rows": rows})
-    print(f"\nmemory-bound workloads on {device_name()} (median, L2 flushed; % copy = vs copy_ of the same bytes)")
+    print(f"\nmemory-bound workloads on {device_name()}: single calls (median, L2 flushed by a 256 MB write) | "
+          "graph: back to back in one CUDA graph over 256 MB of rotating inputs; % copy = vs copy_ of the same bytes")
     table = [[r["workload"], r["impl"], WORKLOADS[r["workload"]]["shape"], r.get("ms") and r["ms"] * 1e3,
-              r.get("gbps"), r.get("pct_copy"), r.get("rel_err") and f"{r['rel_err']:.1e}",
+              r.get("gbps"), r.get("pct_copy"), r.get("graph_ms") and r["graph_ms"] * 1e3, r.get("graph_gbps"),
+              r.get("graph_pct_copy"), r.get("rel_err") and f"{r['rel_err']:.1e}",
               r.get("to_ptx_ms"), r.get("cold_compile_ms"), r["status"][:40]] for r in rows]
-    print_table(["workload", "impl", "shape", "us", "GB/s", "% copy", "rel err", "source→PTX ms", "→cubin ms",
-                 "status"], table)
+    print_table(["workload", "impl", "shape", "us", "GB/s", "% copy", "graph us", "GB/s", "% copy", "rel err",
+                 "source→PTX ms", "→cubin ms", "status"], table)
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 

@@ -13,7 +13,7 @@ import tilec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import bench_ms, device_name, gbps, print_table, rel_err  # noqa: E402
+from _common import bench_ms, device_name, gbps, graph_ms, print_table, rel_err  # noqa: E402
 from bench_memory import softmax, triton_softmax  # noqa: E402
 
 M, N = 8192, 1024
@@ -27,33 +27,6 @@ def _registers(kernel) -> str:
     return str(next(iter(report.kernels.values())).registers)
 
 
-def graph_ms(call, inputs, replays: int = 20) -> float:
-    """Milliseconds per launch of `call` over `inputs`, captured in one CUDA graph and replayed.
-
-    The inputs rotate through 8 buffers (256 MB, more than the 50 MB L2), so this is the
-    kernels' own time back to back, without the launch gaps of single timed calls.
-    """
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for x in inputs:
-            call(x)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for x in inputs:
-            call(x)
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / (replays * len(inputs))
-
-
 def main() -> int:
     x = torch.randn(M, N, device="cuda").half()
     ref = torch.softmax(x.float(), -1)
@@ -61,11 +34,11 @@ def main() -> int:
     dst = torch.empty_like(x)
     xs = [torch.randn(M, N, device="cuda").half() for _ in range(8)]
     dsts = [torch.empty_like(x) for x in xs]
-    rows = [["copy", "-", "-", bench_ms(lambda: dst.copy_(x)), graph_ms(lambda x: dsts[0].copy_(x), xs)]]
+    rows = [["copy", "-", "-", bench_ms(lambda: dst.copy_(x)), graph_ms(lambda x: dsts[0].copy_(x), [(x,) for x in xs])]]
     rows.append(["torch", "-", f"{rel_err(torch.softmax(x, -1), ref):.1e}", bench_ms(lambda: torch.softmax(x, -1)),
-                 graph_ms(lambda x: torch.softmax(x, -1), xs)])
+                 graph_ms(lambda x: torch.softmax(x, -1), [(x,) for x in xs])])
     rows.append(["triton", "-", f"{rel_err(triton_softmax(x), ref):.1e}", bench_ms(lambda: triton_softmax(x)),
-                 graph_ms(triton_softmax, xs)])
+                 graph_ms(triton_softmax, [(x,) for x in xs])])
     for fast in (False, True):
         for block_m, threads in VARIANTS:
             configs = {"tl.enable_fast_math": True} if fast else None
@@ -75,7 +48,7 @@ def main() -> int:
             name = f"tilec {block_m}x{N}/{threads}{' fast' if fast else ''}"
             ok = err < 1e-2
             rows.append([name, _registers(k), f"{err:.1e}", bench_ms(lambda: k(x)) if ok else float("nan"),
-                         graph_ms(k, xs) if ok else float("nan")])
+                         graph_ms(k, [(x,) for x in xs]) if ok else float("nan")])
     copy_ms, copy_graph = rows[0][3], rows[0][4]
     table = [[n, r, e, f"{ms * 1e3:.1f}", f"{gbps(nbytes, ms):.0f}", f"{100 * copy_ms / ms:.0f}",
               f"{g * 1e3:.1f}", f"{gbps(nbytes, g):.0f}", f"{100 * copy_graph / g:.0f}"] for n, r, e, ms, g in rows]
