@@ -17,7 +17,7 @@ from xdsl.ir import SSAValue
 
 from tilec import config
 from tilec.dialects import context, tile
-from tilec.errors import TilecError
+from tilec.errors import TilecError, loc_of
 from tilec.language.program import Symbol
 from tilec.launch import GridExpr, LaunchSpec
 
@@ -68,8 +68,11 @@ def grid_expr(program) -> GridExpr:
         elif op is not None and op.name in GridExpr._BINARY:
             expr.program.append([op.name, number(op.operands[0]), number(op.operands[1])])
         else:
+            where = op if op is not None and loc_of(op) is not None else kernel
             raise TilecError(f"the grid size computed by {getattr(op, 'name', value)} cannot be evaluated at launch",
-                             loc=program.loc, hint="compute grid sizes from sizes and constants with + - * //")
+                             loc=loc_of(where) or program.loc,
+                             hint="compute grid sizes from sizes and constants with + - * // %, T.ceildiv, T.min "
+                                  "and T.max")
         numbers[value] = len(expr.program) - 1
         return numbers[value]
 

@@ -95,6 +95,19 @@ def too_much_shared_memory():
     return main
 
 
+def grid_chosen_by_a_condition():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.if_then_else(N > 1024, 8, 4), threads=128) as bx:  # ERR
+            for i in T.Parallel(128):
+                if bx * 128 + i < N:
+                    A[bx * 128 + i] = 0.0
+
+    return main
+
+
 CASES = [
     (print_in_kernel, "T.print is not supported by the CUDA target yet"),
     (fragment_indexed_by_a_computed_index, "fragments must be indexed by the T.Parallel loop variables"),
@@ -102,6 +115,7 @@ CASES = [
     (shared_buffer_inside_parallel, "shared buffers cannot be allocated inside T.Parallel"),
     (region_of_a_fragment, "regions of fragments are not supported by the CUDA target yet"),
     (too_much_shared_memory, "shared memory"),
+    (grid_chosen_by_a_condition, "the grid size computed by arith.select cannot be evaluated at launch"),
 ]
 
 
