@@ -79,8 +79,16 @@ def main() -> int:
         impls = {"cublas": lambda: a @ b}
         if triton_mm is not None:
             impls["triton"] = lambda: triton_mm(a, b)
-        for name, configs in (("tilec simt", {"tilec.enable_mma": False}), ("tilec mma", None)):
-            kernel = tilec.compile(matmul.fn(m, n, k), out_idx=[-1], pass_configs=configs)
+        variants = [("tilec simt", {"tilec.enable_mma": False}, {})]
+        variants += [(f"tilec mma {s}st", None, {"num_stages": s}) for s in (1, 2, 3, 4)]
+        variants += [("tilec mma 3st 128x256x32 256t", None, {"num_stages": 3, "block_N": 256, "threads": 256}),
+                     ("tilec mma 4st 128x128x64 256t", None, {"num_stages": 4, "block_K": 64, "threads": 256})]
+        for name, configs, tiles in variants:
+            try:
+                kernel = tilec.compile(matmul.fn(m, n, k, **tiles), out_idx=[-1], pass_configs=configs)
+            except Exception as e:  # noqa: BLE001 - e.g. a tile config over the shared-memory budget
+                print(f"{name}: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
+                continue
             impls[name] = lambda kernel=kernel: kernel(a, b)
         results = {}
         for name, fn in impls.items():

@@ -44,6 +44,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dce": _dce,
     "tile-legalize-bounds": _lazy("tile_legalize_bounds", "TileLegalizeBoundsPass"),
     "tile-select-mma": _lazy("tile_select_mma", "TileSelectMmaPass"),
+    "tile-pipeline": _lazy("tile_pipeline", "TilePipelinePass"),
     "tile-infer-layout": _lazy("tile_infer_layout", "TileInferLayoutPass"),
     "tile-plan-shared-memory": _lazy("tile_plan_shared_memory", "TilePlanSharedMemoryPass"),
     "tile-insert-barriers": _lazy("tile_insert_barriers", "TileInsertBarriersPass"),

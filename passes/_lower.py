@@ -56,11 +56,12 @@ class View:
     in_bounds: bool = True
     layout: Layout | None = None
     swizzle: int = 0  # bytes of the XOR swizzle of a shared buffer (T.annotate_layout): 0, 32, 64, 128
+    base: Index = 0  # flat element offset of the view in its memory (a stage of a multi-buffered tile)
 
     def window(self, offsets: list[Index], shape: tuple[int, ...], lowerer: Lowerer, in_bounds: bool) -> View:
         return View(self.kind, self.mem, shape, self.element_type,
                     [lowerer.add(a, b) for a, b in zip(self.offsets, offsets)], self.strides, self.dims,
-                    self.in_bounds and in_bounds, self.layout, self.swizzle)
+                    self.in_bounds and in_bounds, self.layout, self.swizzle, self.base)
 
 
 class SlotMap(dict):
@@ -222,7 +223,7 @@ class Lowerer:
 
     # -- memory ------------------------------------------------------------------------
     def flat(self, view: View, index: list[Index]) -> Index:
-        addr: Index = 0
+        addr: Index = view.base
         for off, i, stride in zip(view.offsets, index, view.strides):
             addr = self.add(addr, self.mul(self.add(off, i), stride))
         return self.swizzled(addr, view) if view.swizzle else addr
@@ -275,7 +276,7 @@ class Lowerer:
 
     def flat_probe(self, view: View, index: list[Index]) -> Index:
         """The known multiple of a flat address, without emitting ops."""
-        m = 0
+        m = self.mult(view.base)
         for off, i, stride in zip(view.offsets, index, view.strides):
             m = math.gcd(m, self.mult(off) * self.mult(stride), self.mult(i) * self.mult(stride))
         return math.gcd(m, 16 // _bytes(view.element_type)) if view.swizzle else m

@@ -9,14 +9,15 @@ for the whole group stays one branch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, gpu, memref, scf
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from tilec.dialects import tile
+from tilec.dialects import nvvm, tile
 
 from . import _lower_ops as ops
 from ._layout import Layout
@@ -192,7 +193,29 @@ def _reshape(L: Lowerer, op: tile.ReshapeOp) -> None:
         strides.insert(0, acc)
         acc *= n
     L.views[op.result] = View(src.kind, src.mem, shape, src.element_type, [0] * len(shape), strides,
-                              list(shape), src.in_bounds, swizzle=src.swizzle)
+                              list(shape), src.in_bounds, swizzle=src.swizzle, base=src.base)
+
+
+def _stage(L: Lowerer, op: tile.StageOp) -> None:
+    """Stage i of a multi-buffered shared tile: the same memory from element i * (stage size)."""
+    src = L.views[op.source]
+    if any(o != 0 for o in src.offsets):
+        raise L.error(op, "tile.stage of a region is not supported")
+    stage = L.val(op.index)
+    const = _const_of(op.index)
+    stage = const if const is not None else stage
+    size = math.prod(src.shape[1:])
+    L.views[op.result] = View(src.kind, src.mem, tuple(src.shape[1:]), src.element_type, [0] * (len(src.shape) - 1),
+                              src.strides[1:], list(src.shape[1:]), src.in_bounds, swizzle=src.swizzle,
+                              base=L.add(src.base, L.mul(stage, size)))
+
+
+def _async_commit(L: Lowerer, op: tile.AsyncCommitOp) -> None:
+    L.emit(nvvm.CpAsyncCommitGroupOp())
+
+
+def _async_wait(L: Lowerer, op: tile.AsyncWaitOp) -> None:
+    L.emit(nvvm.CpAsyncWaitGroupOp.create(properties={"n": IntegerAttr(op.pending.value.data, i32)}))
 
 
 def _for(L: Lowerer, op: tile.ForOp, lanes: Lanes | None = None) -> None:
@@ -391,8 +414,7 @@ def _store(L: Lowerer, op: tile.StoreOp, lanes: Lanes | None) -> None:
 
 def _checked(view: View, op) -> View:
     if "in_bounds" in op.attributes and not view.in_bounds:
-        return View(view.kind, view.mem, view.shape, view.element_type, view.offsets, view.strides, view.dims,
-                    True, view.layout, view.swizzle)
+        return dataclasses.replace(view, in_bounds=True)
     return view
 
 
@@ -434,7 +456,8 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
 
 
 _UNIFORM = {
-    tile.RegionOp: _region, tile.ReshapeOp: _reshape, tile.CopyOp: ops.lower_copy,
+    tile.RegionOp: _region, tile.ReshapeOp: _reshape, tile.StageOp: _stage, tile.CopyOp: ops.lower_copy,
+    tile.AsyncCommitOp: _async_commit, tile.AsyncWaitOp: _async_wait,
     tile.FillOp: ops.lower_fill, tile.GemmOp: ops.lower_gemm, tile.ReduceOp: ops.lower_reduce,
     tile.CumsumOp: ops.lower_scan, tile.CummaxOp: ops.lower_scan, tile.ParallelOp: lower_parallel,
     tile.BarrierOp: _barrier, tile.UseSwizzleOp: _skip, tile.AnnotateLayoutOp: _skip,

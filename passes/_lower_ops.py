@@ -121,6 +121,41 @@ def transfer(L: Lowerer, layout: Layout, shape, src: View | None, dst: View, val
         _write(L, dst, squeeze_map(shape, dst.shape, index), group, values, leader, layout)
 
 
+def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> None:
+    """dst[i] = src[i] with `cp.async` (global to shared, 4/8/16 bytes a thread, zero-filled past
+    the tensor's end); groups that are not such vectors are copied by plain loads and stores,
+    which the async copies' wait and barrier order just as well."""
+    leader = L.replica_leader(layout)
+    esize = element_bytes(dst.element_type)
+    for group in slot_groups(layout):
+        index = L.layout_index(layout, group[0])
+        si, di = squeeze_map(shape, src.shape, index), squeeze_map(shape, dst.shape, index)
+        width = len(group)
+        nbytes = width * esize
+        if nbytes not in (4, 8, 16) or not (L.vectorizable(src, si, width) and L.vectorizable(dst, di, width)):
+            _write(L, dst, di, group, _read(L, src, si, group, layout), leader, layout)
+            continue
+        cond = L.in_bounds(src, si)
+        size = None
+        addr = L.flat(src, si)
+        if cond is not None:
+            size = L.emit(arith.SelectOp(cond, L.const(nbytes, i32), L.const(0, i32))).results[0]
+            addr = L.emit(arith.SelectOp(cond, L.ssa(addr), L.const(0))).results[0]  # nothing is read at size 0
+        copy = nvvm.CpAsyncOp.create(
+            operands=[_shared_ptr(L, dst, di), _global_ptr(L, src, addr), *([size] if size is not None else [])],
+            properties={"size": IntegerAttr(nbytes, i32),
+                        "modifier": nvvm.LoadCacheModifierAttr(nvvm.LoadCacheModifier.CG if nbytes == 16 else
+                                                               nvvm.LoadCacheModifier.CA)})
+        if leader is not None:
+            then = Block()
+            L.emit(scf.IfOp(leader, [], Region(then)))
+            with L.push(then):
+                L.emit(copy)
+                L.emit(scf.YieldOp())
+        else:
+            L.emit(copy)
+
+
 def memory_layout(L: Lowerer, shape, *views: View) -> Layout:
     """A coalesced layout for moving a tile between memories."""
     widest = max(element_bytes(v.element_type) for v in views)
@@ -147,7 +182,9 @@ def barrier(L: Lowerer) -> None:
 
 def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
     src, dst = L.views[op.src], L.views[op.dst]
-    if dst.kind == "fragment" and src.kind == "fragment" and not src.layout.same_threads(dst.layout):
+    if "async" in op.attributes and src.kind == "global" and dst.kind == "shared":
+        transfer_async(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+    elif dst.kind == "fragment" and src.kind == "fragment" and not src.layout.same_threads(dst.layout):
         tmp = scratch_view(L, src.shape, src.element_type)
         transfer(L, src.layout, src.shape, src, tmp)
         barrier(L)
@@ -337,6 +374,14 @@ def _shared_ptr(L: Lowerer, view: View, index: list) -> SSAValue:
     base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr3])).results[0]
     offset = L.emit(arith.IndexCastOp(L.ssa(L.flat(view, index)), i32)).results[0]
     return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr3)).results[0]
+
+
+def _global_ptr(L: Lowerer, view: View, addr) -> SSAValue:
+    """`!llvm.ptr<1>` to flat element `addr` of a global view."""
+    ptr1 = llvm.LLVMPointerType(IntAttr(1))
+    base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr1])).results[0]
+    offset = L.emit(arith.IndexCastOp(L.ssa(addr), i64)).results[0]
+    return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr1)).results[0]
 
 
 def _ldmatrix(L: Lowerer, view: View, index: list, num: int, trans: bool) -> list[SSAValue]:

@@ -36,9 +36,9 @@ from ._layout import Layout, default_layout, gemm_accumulator_layout, mma_accumu
 
 
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:
-    """The `tile.alloc` a buffer value comes from, through regions and reshapes."""
+    """The `tile.alloc` a buffer value comes from, through regions, reshapes and stages."""
     op = value.owner
-    while isinstance(op, tile.RegionOp | tile.ReshapeOp):
+    while isinstance(op, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
         op = op.source.owner
     return op if isinstance(op, tile.AllocOp) else None
 

@@ -44,7 +44,8 @@ def _reduce_reads(op: tile.ReduceOp):
 
 # op kind -> (reads, writes) operands; values that are not shared tiles are ignored.
 _ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]]] = {
-    tile.CopyOp: lambda op: ((op.src,), (op.dst,)),
+    # an async copy (tile-pipeline) is ordered by its loop's own async_wait + barrier
+    tile.CopyOp: lambda op: ((op.src,), () if "async" in op.attributes else (op.dst,)),
     tile.FillOp: lambda op: ((), (op.dst,)),
     tile.GemmOp: lambda op: ((op.a, op.b), (op.c,)),
     tile.ReduceOp: lambda op: (_reduce_reads(op), (op.dst,)),
@@ -58,8 +59,8 @@ _ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]
 
 
 def root_buffer(value: SSAValue) -> SSAValue:
-    """The buffer `value` views, looking through `tile.region` and `tile.reshape`."""
-    while isinstance(value.owner, tile.RegionOp | tile.ReshapeOp):
+    """The buffer `value` views, looking through `tile.region`, `tile.reshape` and `tile.stage`."""
+    while isinstance(value.owner, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
         value = value.owner.source
     return value
 

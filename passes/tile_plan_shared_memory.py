@@ -12,7 +12,7 @@ Fails: TilecError at the kernel when the total exceeds `limit` bytes, listing
   every shared buffer.
 
 A live range is the program-order interval from a buffer's first use to its
-last, counting uses through `tile.region` / `tile.reshape` views (not
+last, counting uses through `tile.region` / `tile.reshape` / `tile.stage` views (not
 `tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` that does
 not hold the alloc covers the whole loop.  Placement is first-fit, largest
 buffer first.
@@ -69,7 +69,7 @@ def _views(value: SSAValue):
     """`value` and every region / reshape result derived from it."""
     yield value
     for use in value.uses:
-        if isinstance(use.operation, tile.RegionOp | tile.ReshapeOp):
+        if isinstance(use.operation, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
             yield from _views(use.operation.result)
 
 
@@ -113,7 +113,7 @@ def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
             for view in _views(op.result)
             for use in view.uses
             if not isinstance(
-                use.operation, tile.RegionOp | tile.ReshapeOp | tile.AnnotateLayoutOp
+                use.operation, tile.RegionOp | tile.ReshapeOp | tile.StageOp | tile.AnnotateLayoutOp
             )
         ] or [(order[op], order[op])]
         nbytes = op.result.type.num_elements() * element_bytes(

@@ -240,7 +240,8 @@ CASES += [
 ]
 
 
-def gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=False, policy=T.GemmWarpPolicy.Square, threads=128):
+def gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=False, policy=T.GemmWarpPolicy.Square, threads=128,
+               stages=2):
     b_shape = (n, k) if transpose_b else (k, n)
     b_tile = (bn, bk) if transpose_b else (bk, bn)
 
@@ -251,7 +252,7 @@ def gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=False, policy=T.GemmWarpP
             b = T.alloc_shared(b_tile, dtype)
             c = T.alloc_fragment((bm, bn), T.float32)
             T.clear(c)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=2):
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=stages):
                 T.copy(A[by * bm, ko * bk], a)
                 if transpose_b:
                     T.copy(B[bx * bn, ko * bk], b)
@@ -285,6 +286,21 @@ MMA_CASES = [
         (128, 64, 64, 64, 32, 64, "float16", True, T.GemmWarpPolicy.FullRow, 128),
         (64, 128, 48, 32, 64, 16, "bfloat16", False, T.GemmWarpPolicy.FullCol, 64),
         (32, 32, 96, 32, 32, 32, "float16", False, T.GemmWarpPolicy.Square, 32),
+    ]
+]
+
+
+# Software-pipelined gemms (tile-pipeline: cp.async stages): K tails (zero-filled async copies),
+# fewer iterations than stages, rows that are no whole 16-byte vectors (plain copies in the stage).
+PIPELINE_CASES = [
+    Case(f"pipelined{stages}_{dtype}_{m}x{n}x{k}_{bm}x{bn}x{bk}{'_bt' if bt else ''}",
+         gemm_tiles(m, n, k, bm, bn, bk, dtype, bt, stages=stages), [2], _gemm_inputs(m, n, k, dtype, bt),
+         _gemm_ref(bt), tol=1e-3)
+    for (m, n, k, bm, bn, bk, dtype, bt, stages) in [
+        (96, 80, 200, 64, 64, 32, "float16", False, 3),
+        (64, 64, 32, 64, 64, 32, "bfloat16", True, 4),
+        (128, 128, 256, 64, 64, 32, "float16", True, 4),
+        (70, 66, 96, 32, 32, 32, "float16", False, 3),
     ]
 ]
 

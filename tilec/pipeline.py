@@ -28,12 +28,14 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_infer_layout import TileInferLayoutPass
     from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
     from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
+    from tilec.passes.tile_pipeline import TilePipelinePass
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
     from tilec.passes.tile_select_mma import TileSelectMmaPass
 
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSelectMmaPass(arch=target.arch)] if _mma(target, pass_configs or {}) else []),  # tensor cores
+        *([TilePipelinePass()] if _async_copy(target) else []),  # T.Pipelined: multi-buffered cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
@@ -44,6 +46,12 @@ def _mma(target, pass_configs: dict) -> bool:
     """Whether gemms may use mma.sync m16n8k16: sm_80 and later, unless `tilec.enable_mma` is False."""
     arch = target.arch or ""
     return bool(pass_configs.get("tilec.enable_mma", True)) and arch.startswith("sm_") and int(arch[3:5]) >= 80
+
+
+def _async_copy(target) -> bool:
+    """Whether the target has cp.async (sm_80 and later)."""
+    arch = target.arch or ""
+    return arch.startswith("sm_") and int(arch[3:5]) >= 80
 
 
 def grid_expr(program) -> GridExpr:

@@ -390,6 +390,76 @@ class RegionOp(IRDLOperation):
 
 
 @irdl_op_definition
+class StageOp(IRDLOperation):
+    """Stage `index` of a multi-buffered shared buffer: the buffer without its leading dim.
+
+    tile-pipeline gives a shared buffer that a pipelined loop fills one stage per iteration;
+    each iteration reads and writes its stages through this view.
+
+    ```mlir
+    %s = tile.alloc : !tile.buffer<3x64x32xf16, shared>
+    %i = arith.constant 1 : index
+    %v = tile.stage %s[%i] : !tile.buffer<3x64x32xf16, shared> -> !tile.buffer<64x32xf16, shared>
+    ```
+    """
+
+    name = "tile.stage"
+    source = operand_def(BufferType)
+    index = operand_def(IndexType())
+    result = result_def(BufferType)
+    traits = traits_def(Pure())
+    assembly_format = "$source `[` $index `]` attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, index: SSAValue):
+        src = source.type
+        super().__init__(operands=[source, index],
+                         result_types=[BufferType(src.shape[1:], src.element_type, src.scope)])
+
+    def verify_(self) -> None:
+        src, res = self.source.type, self.result.type
+        _require(src.scope == "shared" and res.scope == "shared", f"{self.name}: stages are of shared buffers")
+        _require(src.rank >= 2 and tuple(res.shape) == tuple(src.shape[1:]) and res.element_type == src.element_type,
+                 f"{self.name}: a stage of {src} is a buffer of shape {tuple(src.shape[1:])} and the same element "
+                 f"type, got {res}")
+
+
+@irdl_op_definition
+class AsyncCommitOp(IRDLOperation):
+    """Closes the group of this thread's async copies issued since the last commit.
+
+    ```mlir
+    tile.async_commit
+    ```
+    """
+
+    name = "tile.async_commit"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class AsyncWaitOp(IRDLOperation):
+    """Waits until at most `pending` of this thread's committed async-copy groups are unfinished.
+
+    A barrier after it makes every thread's finished copies visible to the block.
+
+    ```mlir
+    tile.async_wait {pending = 1 : i64}
+    ```
+    """
+
+    name = "tile.async_wait"
+    pending = prop_def(IntegerAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, pending: int):
+        super().__init__(properties={"pending": _i64(pending)})
+
+    def verify_(self) -> None:
+        _require(self.pending.value.data >= 0, f"{self.name}: pending must be >= 0")
+
+
+@irdl_op_definition
 class DimOp(IRDLOperation):
     """The run-time size of one dimension of a global tensor.
 
@@ -530,6 +600,11 @@ class CopyOp(IRDLOperation):
         src, dst = tile_type(self.src), tile_type(self.dst)
         _require(squeezed(src.shape) == squeezed(dst.shape),
                  f"{self.name}: shapes differ: src {src.shape} vs dst {dst.shape}")
+        if "async" in self.attributes:
+            _require(isinstance(src, TensorType) and isinstance(dst, BufferType) and dst.scope == "shared"
+                     and src.element_type == dst.element_type,
+                     f"{self.name}: an async copy goes from a global tensor to a shared buffer of the same element "
+                     f"type, got {src} to {dst}")
 
 
 @irdl_op_definition

@@ -357,6 +357,30 @@ def _gep(op, c):
     return run
 
 
+def _cp_async(op, c):
+    """The copy happens at issue (one legal order of an async copy); bytes past `cpSize` are zeros."""
+    size = op.size.value.data
+
+    def run(st):
+        dst, src = st.env[op.dst], st.env[op.src]
+        n = _lanes(st)
+        width = size // dst.memory.array.dtype.itemsize
+        keep = np.ones(n, bool) if st.mask is None else np.asarray(st.mask)
+        d = np.broadcast_to(dst.offset, (n,))[keep]
+        s = np.broadcast_to(src.offset, (n,))[keep]
+        valid = np.full(d.shape, size) if op.cpSize is None else np.broadcast_to(st.env[op.cpSize], (n,))[keep]
+        _check(op, dst.memory, d, None, width)
+        data = np.zeros((d.size, width), dst.memory.array.dtype)
+        full = valid >= size
+        if np.any(valid % size != 0):
+            raise error_at(op, "cp.async with a partial source size is not supported by the simulator")
+        _check(op, src.memory, s[full], None, width)
+        data[full] = src.memory.array[s[full][:, None] + np.arange(width)]
+        dst.memory.array[d[:, None] + np.arange(width)] = data
+
+    return run
+
+
 def _ldmatrix(op, c):
     """ldmatrix m8n8 .b16: lane l gives the address of row l % 8 of matrix l // 8; register j of
     lane l holds row l // 4, columns 2 (l % 4) + {0, 1} of matrix j (its transpose with .trans)."""
@@ -407,7 +431,8 @@ HANDLERS: dict[type, Callable] = {
     vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
     gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
-    nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
+    nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
+    nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 

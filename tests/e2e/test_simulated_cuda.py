@@ -6,11 +6,12 @@ are the GPU tests' (tests/kernel_cases.py), plus the reference kernels of shared
 """
 
 import os
+import re
 import sys
 
 import pytest
 
-from kernel_cases import CASES, MMA_CASES, SWIZZLE_CASES, run_case
+from kernel_cases import CASES, MMA_CASES, PIPELINE_CASES, SWIZZLE_CASES, run_case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "kernels")
@@ -109,3 +110,24 @@ def test_swizzled_gemm_assembles(case, ptxas):
     module, _, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"),
                                    {"tilec.enable_mma": True})
     assert assemble(emit_ptx(module, "sm_90a"), "sm_90a")[0].startswith(b"\x7fELF")
+
+
+@pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
+@pytest.mark.parametrize("case", PIPELINE_CASES, ids=[c.name for c in PIPELINE_CASES])
+def test_pipelined_gemm_on_the_simulator(case, mma):
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": mma}, expect_ir="nvvm.cp.async.shared.global")
+
+
+@pytest.mark.parametrize("case", PIPELINE_CASES, ids=[c.name for c in PIPELINE_CASES])
+def test_pipelined_gemm_assembles(case, ptxas):
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"), {})
+    ptx = emit_ptx(module, "sm_90a")
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
+    assert re.search(r"cp\.async\.wait_group\s+[1-9]", ptx), "the loop waits for all but the stages in flight"
+    cubin, report = assemble(ptx, "sm_90a")
+    assert cubin.startswith(b"\x7fELF") and not report.kernels[spec.kernel_name].spills

@@ -47,3 +47,14 @@ GEMM_CASES = [c for c in CASES if "gemm" in c.name]
 def test_simt_gemm_on_the_gpu(case):
     """The SIMT gemm (tensor cores off), no longer the default on sm_80+."""
     run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": False}, expect_ir="math.fma")
+
+
+from kernel_cases import PIPELINE_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
+@pytest.mark.parametrize("case", PIPELINE_CASES, ids=[c.name for c in PIPELINE_CASES])
+def test_pipelined_gemm_on_the_gpu(case, mma):
+    """cp.async stages (tile-pipeline): on the GPU the copies really run ahead of the gemms."""
+    for _ in range(3):  # fresh inputs each time: an ordering bug shows as a changing error
+        run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": mma}, expect_ir="nvvm.cp.async.shared.global")

@@ -1,0 +1,250 @@
+"""Software-pipeline `T.Pipelined` loops: multi-buffered shared tiles filled by async copies.
+
+Requires: tile-legalize-bounds (regions carry `in_bounds`); runs before tile-plan-shared-memory
+  (which sizes the multi-buffered allocations) and tile-insert-barriers (which leaves the
+  async copies to the loop's own waits).
+Establishes: in every `tile.for` of kind "pipelined" with `num_stages` S >= 2, each copy from
+  global memory into a shared buffer that only this loop uses (and that the loop writes only
+  with that copy, before any read) becomes an async copy into stage `(i + S - 1) % S` of an
+  S-deep buffer, issued S - 1 iterations ahead; the loop reads stage `i % S`. The loop
+  becomes "serial" with `pipelined_stages = S`.
+Fails: never; a loop without such copies stays as it is (and runs serially).
+
+    %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
+    tile.for %k = %c0 to %n step %c1 {
+      %a = tile.region %A[%m, %k32] ...
+      tile.copy %a, %A_s
+      tile.gemm %A_s, %B_s, %C
+    } {kind = "pipelined", num_stages = 3}
+  becomes
+    %A_s = tile.alloc : !tile.buffer<3x128x32xf16, shared>
+    (for s in 0, 1: if s < n { tile.copy %a(s), stage s {async} }; tile.async_commit)
+    tile.for %k = %c0 to %n step %c1 {
+      tile.async_wait {pending = 1}          // this thread's copies of iteration k are done
+      tile.barrier                            // everyone's are; everyone finished iteration k-1
+      if k + 2 < n { tile.copy %a(k + 2), stage (k + 2) % 3 {async} }
+      tile.async_commit
+      %A_k = tile.stage %A_s[k % 3]
+      tile.gemm %A_k, ...
+    } {pipelined_stages = 3}
+    tile.async_wait {pending = 0}
+
+The copy issued in iteration k overwrites the stage read in iteration k - 1, which the
+barrier at the top of iteration k has closed; the data of iteration k was committed S - 1
+groups before the wait that lets at most S - 2 groups stay pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilec.dialects import tile
+
+__all__ = ["TilePipelinePass"]
+
+INDEX = IndexType()
+
+# ops a source address may be computed with (cloned for a later iteration)
+_PURE_TILE = (tile.RegionOp, tile.DimOp)
+# how a multi-buffered tile may be used in the loop besides its one async copy
+_READERS = {tile.GemmOp: (0, 1), tile.CopyOp: (0,), tile.LoadOp: (0,), tile.ReduceOp: (0,)}
+
+
+class _NotPure(Exception):
+    pass
+
+
+def _top_level(op: Operation, body: Block) -> Operation:
+    while op.parent_block() is not body:
+        op = op.parent_op()
+    return op
+
+
+def _pure(op: Operation) -> bool:
+    return isinstance(op, _PURE_TILE) or (op.dialect_name() == "arith" and not op.regions)
+
+
+def _const(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+class _Builder:
+    """Collects new ops for one insertion point, folding the index arithmetic it can."""
+
+    def __init__(self):
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def index(self, n: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(n, INDEX)))
+
+    def binary(self, cls, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        if isinstance(b, int):
+            b = self.index(b)
+        return self.add(cls(a, b))
+
+
+@dataclass
+class _Copy:
+    op: tile.CopyOp
+    alloc: tile.AllocOp
+
+
+def _async_candidate(copy: tile.CopyOp, loop: tile.ForOp) -> _Copy | None:
+    body = loop.body.block
+    src, dst = copy.src.type, copy.dst.type
+    if not (isinstance(src, tile.TensorType) and isinstance(dst, tile.BufferType) and dst.scope == "shared"
+            and src.element_type == dst.element_type and copy.parent_block() is body):
+        return None
+    alloc = copy.dst.owner
+    if not isinstance(alloc, tile.AllocOp) or loop.is_ancestor(alloc):
+        return None
+    position = body.get_operation_index(copy)
+    for use in alloc.result.uses:
+        user = use.operation
+        if user is copy or isinstance(user, tile.AnnotateLayoutOp):
+            continue
+        if not loop.is_ancestor(user) or use.index not in _READERS.get(type(user), ()):
+            return None
+        if body.get_operation_index(_top_level(user, body)) <= position:
+            return None  # read before the copy: the loop carries the old value
+    try:
+        _check_slice(copy.src, body)
+    except _NotPure:
+        return None
+    return _Copy(copy, alloc)
+
+
+def _check_slice(value: SSAValue, body: Block) -> None:
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not body:
+        return
+    if not _pure(op):
+        raise _NotPure
+    for operand in op.operands:
+        _check_slice(operand, body)
+
+
+def _clone_slice(value: SSAValue, body: Block, iv: SSAValue, new_iv: SSAValue, b: _Builder,
+                 done: dict[Operation, Operation]) -> SSAValue:
+    """`value` recomputed with `new_iv` for `iv`: the body's ops it depends on are cloned into `b`."""
+    if value is iv:
+        return new_iv
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not body:
+        return value
+    if op not in done:
+        mapper = {v: _clone_slice(v, body, iv, new_iv, b, done) for v in op.operands}
+        done[op] = op.clone(value_mapper=mapper)
+        b.ops.append(done[op])
+    return done[op].results[op.results.index(value)]
+
+
+def _issue(copies: list[_Copy], buffers: dict, body: Block, iv: SSAValue, k: SSAValue, stage: SSAValue,
+           guard: SSAValue) -> scf.IfOp:
+    """`if guard { the copies of iteration k, async, into stage }`."""
+    b, done = _Builder(), {}
+    for c in copies:
+        src = _clone_slice(c.op.src, body, iv, k, b, done)
+        view = b.add(tile.StageOp(buffers[c.alloc], stage))
+        b.ops.append(tile.CopyOp(src, view))
+        b.ops[-1].attributes["async"] = UnitAttr()
+    b.ops.append(scf.YieldOp())
+    return scf.IfOp(guard, [], Region(Block(b.ops)))
+
+
+def _pipeline(loop: tile.ForOp, stages: int) -> bool:
+    body = loop.body.block
+    iv = loop.induction_var
+    copies = [c for op in list(body.ops) if isinstance(op, tile.CopyOp)
+              if (c := _async_candidate(op, loop)) is not None]
+    if not copies:
+        return False
+
+    # multi-buffered allocations, in place of the single ones
+    buffers: dict[tile.AllocOp, SSAValue] = {}
+    for c in copies:
+        if c.alloc in buffers:
+            continue
+        typ = c.alloc.result.type
+        new = tile.AllocOp(tile.BufferType((stages, *typ.shape), typ.element_type, "shared"))
+        new.attributes |= dict(c.alloc.attributes)
+        new.result.name_hint = c.alloc.result.name_hint
+        Rewriter.insert_op(new, InsertPoint.before(c.alloc))
+        buffers[c.alloc] = new.result
+
+    lb, ub, step = loop.lb, loop.ub, loop.step
+    lb_c, step_c = _const(lb), _const(step)
+
+    # prologue: iterations 0 .. S-2 into stages 0 .. S-2
+    pre = _Builder()
+    for s in range(stages - 1):
+        k = lb if s == 0 else pre.binary(arith.AddiOp, lb, pre.binary(arith.MuliOp, step, s))
+        guard = pre.add(arith.CmpiOp(k, ub, "slt"))
+        pre.ops.append(_issue(copies, buffers, body, iv, k, pre.index(s), guard))
+        pre.ops.append(tile.AsyncCommitOp())
+    Rewriter.insert_op(pre.ops, InsertPoint.before(loop))
+
+    # the loop's header: which stage, wait, barrier, the copies S-1 iterations ahead
+    head = _Builder()
+    i = iv
+    if lb_c != 0:
+        i = head.binary(arith.SubiOp, i, lb)
+    if step_c != 1:
+        i = head.binary(arith.DivUIOp, i, step)
+    stage = head.binary(arith.RemUIOp, i, stages)
+    ahead = head.binary(arith.RemUIOp, head.binary(arith.AddiOp, i, stages - 1), stages)
+    head.ops.append(tile.AsyncWaitOp(stages - 2))
+    head.ops.append(tile.BarrierOp())
+    distance = head.index((stages - 1) * step_c) if step_c is not None else \
+        head.binary(arith.MuliOp, step, stages - 1)
+    k_ahead = head.binary(arith.AddiOp, iv, distance)
+    guard = head.add(arith.CmpiOp(k_ahead, ub, "slt"))
+    head.ops.append(_issue(copies, buffers, body, iv, k_ahead, ahead, guard))
+    head.ops.append(tile.AsyncCommitOp())
+    views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
+    Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
+
+    for c in copies:
+        Rewriter.erase_op(c.op)
+    for alloc, view in views.items():
+        for use in list(alloc.result.uses):
+            if isinstance(use.operation, tile.AnnotateLayoutOp):
+                use.operation.operands[use.index] = buffers[alloc]
+            else:
+                use.operation.operands[use.index] = view
+        Rewriter.erase_op(alloc)
+    for op in reversed(list(body.ops)):  # the single-stage source addresses, now unused
+        if _pure(op) and all(not r.uses for r in op.results):
+            Rewriter.erase_op(op)
+
+    Rewriter.insert_op(tile.AsyncWaitOp(0), InsertPoint.after(loop))
+    loop.properties["kind"] = StringAttr("serial")
+    loop.attributes["pipelined_stages"] = IntegerAttr(stages, i64)
+    return True
+
+
+@dataclass(frozen=True)
+class TilePipelinePass(ModulePass):
+    name = "tile-pipeline"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == "pipelined"]
+        for loop in loops:
+            stages = loop.num_stages.value.data if loop.num_stages is not None else 0
+            if stages >= 2:
+                _pipeline(loop, stages)
+
