@@ -223,10 +223,16 @@ class Lowerer:
 
     # -- memory ------------------------------------------------------------------------
     def flat(self, view: View, index: list[Index]) -> Index:
-        addr: Index = view.base
+        addr: Index = 0
         for off, i, stride in zip(view.offsets, index, view.strides):
             addr = self.add(addr, self.mul(self.add(off, i), stride))
-        return self.swizzled(addr, view) if view.swizzle else addr
+        if not view.swizzle:
+            return self.add(view.base, addr)
+        if self.mult(view.base) * _bytes(view.element_type) % (8 * view.swizzle) == 0:
+            # the XOR reads address bits below 8x the swizzle width: a base that is a multiple of
+            # it (a pipeline stage) adds after, and the swizzled part stays loop-invariant
+            return self.add(view.base, self.swizzled(addr, view))
+        return self.swizzled(self.add(view.base, addr), view)
 
     def swizzled(self, addr: Index, view: View) -> Index:
         """The element at `addr` of a swizzled buffer: byte bits 4.. XOR the bits above 128 bytes.

@@ -20,6 +20,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from tilec.dialects import nvvm, tile
 
 from . import _lower_ops as ops
+from ._analysis import shared_swizzle
 from ._layout import Layout
 from ._lower import INDEX, Lowerer, SlotMap, View, memref_type
 from .tile_infer_layout import layout_of
@@ -156,18 +157,8 @@ def _alloc(L: Lowerer, op: tile.AllocOp) -> None:
 
 
 def _swizzle_of(alloc: tile.AllocOp) -> int:
-    """The swizzle `T.annotate_layout` gives a shared buffer anywhere in the kernel (0: none).
-
-    The XOR stays inside each 128-byte group, so a buffer whose size is not a whole number of
-    groups keeps the plain layout (the annotation is a performance hint, not a meaning).
-    """
-    typ = alloc.result.type
-    if typ.num_elements() * ops.element_bytes(typ.element_type) % 128:
-        return 0
-    for use in alloc.result.uses:
-        if isinstance(use.operation, tile.AnnotateLayoutOp):
-            return use.operation.layout.bytes
-    return 0
+    """The swizzle of a shared buffer (T.annotate_layout's, or tile-select-mma's for tensor cores)."""
+    return shared_swizzle(alloc)
 
 
 def _region(L: Lowerer, op: tile.RegionOp) -> None:

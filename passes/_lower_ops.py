@@ -467,6 +467,16 @@ def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> N
             else:
                 index = [L.add(L.add(kk, L.mul(m_hi, 8)), r8), n0]
             return [_as_operand(L, r, b.element_type) for r in _ldmatrix(L, b, index, 2, not op.trans_b)]
+
+    def b_fragment_pair(jn, kk) -> list[list[SSAValue]]:
+        """The fragments of n-tiles jn and jn + 1 with one ldmatrix.x4 (lanes 16-31 address jn + 1)."""
+        n0 = L.add(warp_col, jn * 8)
+        if op.trans_b:
+            index = [L.add(L.add(n0, L.mul(k_hi, 8)), r8), L.add(kk, L.mul(m_hi, 8))]
+        else:
+            index = [L.add(L.add(kk, L.mul(m_hi, 8)), r8), L.add(n0, L.mul(k_hi, 8))]
+        regs = [_as_operand(L, r, b.element_type) for r in _ldmatrix(L, b, index, 4, not op.trans_b)]
+        return [regs[:2], regs[2:]]
         col = L.add(col0, jn * 8)
         regs = []
         for j in range(2):
@@ -474,11 +484,20 @@ def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> N
             regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
         return regs
 
+    pairs = b_ldm and rn % 2 == 0 and _ldmatrix_ok(b, 16) if not op.trans_b else \
+        b_ldm and rn % 2 == 0 and b.shape[0] % 16 == 0
+
     def step(kk, acc: dict) -> dict:
         a_regs = [a_fragment(im, kk) for im in range(rm)]
         out = dict(acc)
+        b_frags: dict[int, list[SSAValue]] = {}
         for jn in range(rn):
-            b_regs = b_fragment(jn, kk)
+            if jn not in b_frags:
+                if pairs:
+                    b_frags[jn], b_frags[jn + 1] = b_fragment_pair(jn, kk)
+                else:
+                    b_frags[jn] = b_fragment(jn, kk)
+            b_regs = b_frags.pop(jn)
             for im in range(rm):
                 slots = [(im * rn + jn) * 4 + i for i in range(4)]
                 mma = L.emit(nvvm.MmaSyncOp.build(operands=[a_regs[im], b_regs, [acc[s] for s in slots]],

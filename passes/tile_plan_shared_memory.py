@@ -37,6 +37,8 @@ from xdsl.passes import ModulePass
 from tilec.dialects import tile
 from tilec.errors import error_at
 
+from ._analysis import shared_swizzle
+
 BASE_ALIGN = 128
 """Bytes: wide enough for 128-bit vector accesses and cp.async / TMA without swizzle."""
 
@@ -95,11 +97,7 @@ def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int
 
 
 def _alignment(alloc: tile.AllocOp) -> int:
-    align = BASE_ALIGN
-    for use in alloc.result.uses:
-        if isinstance(use.operation, tile.AnnotateLayoutOp):
-            align = max(align, 8 * use.operation.layout.bytes)
-    return align
+    return max(BASE_ALIGN, 8 * shared_swizzle(alloc))
 
 
 def _collect(kernel: tile.KernelOp) -> list[_Buffer]:

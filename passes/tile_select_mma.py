@@ -4,8 +4,10 @@ Requires: nothing (runs before tile-infer-layout).
 Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, with M % 16,
   N % 8 and K % 16 zero and a warp grid that divides its tile, carries `mma = "m16n8k16"`
   (mma.sync, sm_80 and later); tile-infer-layout then gives its accumulator the fragment
-  layout of that instruction and convert-tile-to-thread issues it.  Other gemms keep the
-  SIMT path.
+  layout of that instruction and convert-tile-to-thread issues it.  Its shared operands
+  that `T.annotate_layout` does not lay out get `swizzle = <bytes>`: the XOR swizzle of
+  their row width, at most 128 bytes (none below 32), which every access then applies.
+  Other gemms keep the SIMT path.
 Fails: never; a gemm the instruction cannot run is left as it is.
 
     tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
 from tilec.dialects import tile
@@ -60,3 +62,20 @@ class TileSelectMmaPass(ModulePass):
             kernel = _kernel_of(gemm)
             if kernel is not None and mma_fits(gemm, kernel.num_threads):
                 gemm.attributes["mma"] = StringAttr("m16n8k16")
+                for operand in (gemm.a, gemm.b):
+                    _swizzle_operand(operand)
+
+
+def _swizzle_operand(value) -> None:
+    """A shared operand without a layout of its own gets the XOR swizzle of its row width (up to
+    128 bytes), so that the 8 rows each ldmatrix reads fall into 8 different bank groups."""
+    alloc = value.owner
+    if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared" or "swizzle" in alloc.attributes:
+        return
+    if any(isinstance(use.operation, tile.AnnotateLayoutOp) for use in alloc.result.uses):
+        return
+    typ = alloc.result.type
+    row = typ.shape[-1] * ((typ.element_type.bitwidth + 7) // 8)
+    if row < 32 or row & (row - 1) and row % 128:
+        return
+    alloc.attributes["swizzle"] = IntegerAttr(min(row, 128), i64)

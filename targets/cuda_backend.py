@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import math
+
 import os
 import shutil
 import time
@@ -163,7 +165,7 @@ class CudaBackend:
             raise TilecError(f"kernel {name} needs {spec.smem_bytes} bytes of shared memory per block; "
                              f"{self.target.name} allows {self.target.smem_per_block}", loc=self.program.loc,
                              hint="use smaller tiles or fewer pipeline stages")
-        index_bits = int(self.pass_configs.get("tl.config_index_bitwidth") or 64)
+        index_bits = self._index_bits()
         try:
             llvm_ir = emit_llvm_ir(module, fast_math=self._fast_math(), index_bitwidth=index_bits)
             self.ptx = compile_llvm_ir(llvm_ir, self.arch)
@@ -179,6 +181,20 @@ class CudaBackend:
             except PtxasError as e:
                 raise TilecError(f"kernel {name}: ptxas rejected the PTX:\n{e}", loc=self.program.loc,
                                  hint="TILEC_DUMP_IR=dir writes the PTX for inspection") from None
+
+    def _index_bits(self) -> int:
+        """The width of index arithmetic: `tl.config_index_bitwidth` when given, else 32 when every
+        tensor is static and at most 2^30 elements (tiles that reach past an end stay far below
+        2^31), which halves the integer instructions of address arithmetic; else 64."""
+        configured = self.pass_configs.get("tl.config_index_bitwidth")
+        if configured:
+            return int(configured)
+        for p in self.program.params:
+            if p.shape is None:
+                continue
+            if not all(isinstance(d, int) for d in p.shape) or math.prod(p.shape) > 1 << 30:
+                return 64
+        return 32
 
     def _entry(self) -> dict:
         report = self._report if isinstance(self._report, dict) else _report_to_json(self._report)

@@ -3,8 +3,11 @@
 // RUN: tilec opt %s -p "tile-select-mma{arch=sm_75}" | filecheck %s --check-prefix=OLD
 
 // A float16 gemm into a float32 fragment, 64x64 over four warps: mma.sync m16n8k16, and the
-// accumulator gets the instruction's fragment layout over a 2x2 warp grid.
+// accumulator gets the instruction's fragment layout over a 2x2 warp grid. The shared
+// operands get the swizzle of their row width: 64 bytes for A's 32 halves, 128 for B's 64.
 // CHECK-LABEL: func.func @f16_gemm
+// CHECK: %a = tile.alloc {swizzle = 64 : i64} : !tile.buffer<64x32xf16, shared>
+// CHECK: %b = tile.alloc {swizzle = 128 : i64} : !tile.buffer<32x64xf16, shared>
 // CHECK: tile.gemm {{.*}} {mma = "m16n8k16"}
 // LAYOUT-LABEL: func.func @f16_gemm
 // LAYOUT: %c = tile.alloc {layout = #tile.fragment<"(2t64,2s16,2s2,8t4)x(2t32,4s4,4t1,2s1)|r()">}
@@ -21,8 +24,9 @@ func.func @f16_gemm() {
   func.return
 }
 
-// K = 8 is not a multiple of the instruction's 16: the SIMT path stays.
+// K = 8 is not a multiple of the instruction's 16: the SIMT path stays, unswizzled.
 // CHECK-LABEL: func.func @negative_k_not_16
+// CHECK-NOT: swizzle
 // CHECK-NOT: mma =
 func.func @negative_k_not_16() {
   %c1 = arith.constant 1 : index
