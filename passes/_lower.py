@@ -59,9 +59,12 @@ class View:
     base: Index = 0  # flat element offset of the view in its memory (a stage of a multi-buffered tile)
 
     def window(self, offsets: list[Index], shape: tuple[int, ...], lowerer: Lowerer, in_bounds: bool) -> View:
+        """The region at `offsets` of this view; `in_bounds`: tile-legalize-bounds proved that every
+        element of it lies inside the root tensor (which decides alone: a proven region of a root
+        that is not known to be in bounds needs no predicates)."""
         return View(self.kind, self.mem, shape, self.element_type,
                     [lowerer.add(a, b) for a, b in zip(self.offsets, offsets)], self.strides, self.dims,
-                    self.in_bounds and in_bounds, self.layout, self.swizzle, self.base)
+                    in_bounds if self.kind == "global" else self.in_bounds, self.layout, self.swizzle, self.base)
 
 
 class SlotMap(dict):
