@@ -28,6 +28,7 @@ Fails: never; a loop without such copies stays as it is (and runs serially).
       tile.gemm %A_k, ...
     } {pipelined_stages = 3}
     tile.async_wait {pending = 0}
+    tile.barrier                              // an outer loop may run the prologue again
 
 The copy issued in iteration k overwrites the stage read in iteration k - 1, which the
 barrier at the top of iteration k has closed; the data of iteration k was committed S - 1
@@ -231,7 +232,9 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
         if _pure(op) and all(not r.uses for r in op.results):
             Rewriter.erase_op(op)
 
-    Rewriter.insert_op(tile.AsyncWaitOp(0), InsertPoint.after(loop))
+    # nothing in flight after the loop, and every thread done reading its stages before anything
+    # after it (or the next prologue, when an outer loop runs this one again) writes them
+    Rewriter.insert_op([tile.AsyncWaitOp(0), tile.BarrierOp()], InsertPoint.after(loop))
     loop.properties["kind"] = StringAttr("serial")
     loop.attributes["pipelined_stages"] = IntegerAttr(stages, i64)
     return True

@@ -305,6 +305,31 @@ PIPELINE_CASES = [
 ]
 
 
+def gemm_two_pipelines(m, n, k, bm=64, bn=64, bk=32, stages=3):
+    """An outer serial loop runs a pipelined loop twice over the same stages (K in two halves)."""
+    half = k // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), C: T.Tensor((m, n), T.float32)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, bk), T.float16)
+            b = T.alloc_shared((bk, bn), T.float16)
+            c = T.alloc_fragment((bm, bn), T.float32)
+            T.clear(c)
+            for h in T.serial(2):
+                for ko in T.Pipelined(T.ceildiv(half, bk), num_stages=stages):
+                    T.copy(A[by * bm, h * half + ko * bk], a)
+                    T.copy(B[h * half + ko * bk, bx * bn], b)
+                    T.gemm(a, b, c)
+            T.copy(c, C[by * bm, bx * bn])
+
+    return main
+
+
+PIPELINE_CASES.append(Case("pipelined3_nested_64x64x320", gemm_two_pipelines(64, 64, 320), [2],
+                           _gemm_inputs(64, 64, 320, "float16", False), _gemm_ref(False), tol=1e-3))
+
+
 def gemm_swizzled(m, n, k, swizzle_bytes=128, dtype="float16"):
     """The shared tiles carry an XOR swizzle (T.annotate_layout): every access must agree on it."""
     from tilec.layout import make_swizzled_layout

@@ -28,6 +28,7 @@
 // CHECK-NEXT:    tile.gemm %[[A]], %[[B]], %C_f
 // CHECK-NEXT:  } {num_stages = 3 : i64, pipelined_stages = 3 : i64}
 // CHECK-NEXT:  tile.async_wait {pending = 0 : i64}
+// CHECK-NEXT:  tile.barrier
 
 // The async copies need no barrier before the gemm: the loop's own wait and barrier order them.
 // BAR-LABEL: func.func @gemm
