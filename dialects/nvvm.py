@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
     I32,
+    I64,
     IntAttr,
     IntegerAttr,
     UnitAttr,
@@ -52,6 +53,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -473,6 +475,86 @@ class MmaSyncOp(IRDLOperation):
         _check_struct(self, self.res.type, [f32] * 4, "result")
 
 
+# ------------------------------------------------------------------- warpgroup mma (sm_90a)
+
+
+@irdl_op_definition
+class WgmmaFenceAlignedOp(IRDLOperation):
+    """`wgmma.fence.sync.aligned`: before the first wgmma, and between ordinary register
+    accesses to an accumulator and a wgmma that uses it."""
+
+    name = "nvvm.wgmma.fence.aligned"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class WgmmaCommitGroupSyncAlignedOp(IRDLOperation):
+    """`wgmma.commit_group.sync.aligned`: the warp's uncommitted wgmmas become one group."""
+
+    name = "nvvm.wgmma.commit.group.sync.aligned"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class WgmmaWaitGroupSyncOp(IRDLOperation):
+    """`wgmma.wait_group.sync.aligned group`: at most `group` committed groups stay pending.
+
+    tilec's form also takes the accumulators the wait completes and returns them: their uses
+    must follow the wait, which LLVM only respects when the values pass through it (the
+    translation ties them through the inline asm of the wait, as Triton does). With no
+    values it is upstream's op.
+    """
+
+    name = "nvvm.wgmma.wait.group.sync.aligned"
+    values = var_operand_def()
+    group = prop_def(IntegerAttr[I64])
+    res = var_result_def()
+
+    def verify_(self) -> None:
+        if [v.type for v in self.values] != [r.type for r in self.res]:
+            raise VerifyException(f"{self.name}: the results are the values, of the same types")
+        if self.group.value.data < 0:
+            raise VerifyException(f"{self.name}: group must be >= 0")
+
+
+WGMMA_N = tuple(range(8, 257, 8))
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncOp(IRDLOperation):
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` with A and B from
+    shared-memory descriptors (the SS form), issued by the 128 threads of a warpgroup.
+
+    The result holds the thread's N/2 f32 accumulators (the layout of HOPPER_KERNELS.md §1.4).
+    With `inouts` (the accumulators so far) it computes D = A·B + D (scale-d 1); without, D =
+    A·B. `layoutA = row` / `layoutB = col` read K-major tiles (imm-trans 0); `col` / `row`
+    read M-major A / N-major B (imm-trans 1). The result is not ready before a
+    `wgmma.wait.group` that covers its commit group.
+    """
+
+    name = "nvvm.wgmma.mma_async"
+    descriptorA = operand_def(i64)
+    descriptorB = operand_def(i64)
+    inouts = opt_operand_def(LLVMStructType)
+    shape = prop_def(MMAShapeAttr)
+    typeA = prop_def(MMATypeAttr)
+    typeB = prop_def(MMATypeAttr)
+    layoutA = prop_def(MMALayoutAttr)
+    layoutB = prop_def(MMALayoutAttr)
+    res = result_def(LLVMStructType)
+
+    def verify_(self) -> None:
+        m, n, k = self.shape.m.data, self.shape.n.data, self.shape.k.data
+        if m != 64 or k != 16 or n not in WGMMA_N:
+            raise VerifyException(f"{self.name}: the shape must be m64nNk16 with N a multiple of 8 up to 256, "
+                                  f"got m{m}n{n}k{k}")
+        if self.typeA.data not in (MMAType.F16, MMAType.BF16) or self.typeB.data != self.typeA.data:
+            raise VerifyException(f"{self.name}: A and B must both be f16 or both bf16")
+        _check_struct(self, self.res.type, [f32] * (n // 2), "result")
+        if self.inouts is not None:
+            _check_struct(self, self.inouts.type, [f32] * (n // 2), "inouts")
+
+
 # ---------------------------------------------------------------------------- mbarriers
 
 
@@ -533,6 +615,10 @@ NVVM = Dialect(
         CpAsyncWaitGroupOp,
         LdMatrixOp,
         MmaSyncOp,
+        WgmmaFenceAlignedOp,
+        WgmmaCommitGroupSyncAlignedOp,
+        WgmmaWaitGroupSyncOp,
+        WgmmaMmaAsyncOp,
         MBarrierInitSharedOp,
         MBarrierArriveSharedOp,
         MBarrierTryWaitParitySharedOp,

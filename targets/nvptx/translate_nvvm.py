@@ -111,6 +111,88 @@ def _mma(t: T, op: nvvm.MmaSyncOp) -> None:
     t.set(op, t.call(name, ir.LiteralStructType([ir.FloatType()] * 4), t.operands(op)))
 
 
+# ------------------------------------------------------------------- warpgroup mma (sm_90a)
+
+
+@lowers(nvvm.WgmmaFenceAlignedOp)
+def _wgmma_fence(t: T, op) -> None:
+    t.call("llvm.nvvm.wgmma.fence.sync.aligned", VOID, [])
+
+
+@lowers(nvvm.WgmmaCommitGroupSyncAlignedOp)
+def _wgmma_commit(t: T, op) -> None:
+    t.call("llvm.nvvm.wgmma.commit_group.sync.aligned", VOID, [])
+
+
+_CONSTRAINT = {"float": "f", "i32": "r", "i64": "l", "double": "d"}
+
+
+def _scalars(t: T, values: list[ir.Value]) -> tuple[list[ir.Value], list[int | None]]:
+    """The scalars of `values` (struct members in order) and each value's member count (None: scalar)."""
+    flat, counts = [], []
+    for v in values:
+        if isinstance(v.type, ir.LiteralStructType):
+            counts.append(len(v.type.elements))
+            flat += [t.b.extract_value(v, i) for i in range(len(v.type.elements))]
+        else:
+            counts.append(None)
+            flat.append(v)
+    return flat, counts
+
+
+@lowers(nvvm.WgmmaWaitGroupSyncOp)
+def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
+    """With values: inline asm that takes and returns them all, tied, so that no use of an
+    accumulator can move above the wait (HOPPER_KERNELS.md §1.6)."""
+    group = op.group.value.data
+    if not op.values:
+        t.call("llvm.nvvm.wgmma.wait_group.sync.aligned", VOID, [ir.Constant(I64, group)])
+        return
+    flat, counts = _scalars(t, t.operands(op))
+    outs = ",".join("=" + _CONSTRAINT[str(v.type)] for v in flat)
+    ties = ",".join(str(i) for i in range(len(flat)))
+    ret = flat[0].type if len(flat) == 1 else ir.LiteralStructType([v.type for v in flat])
+    res = t.b.asm(ir.FunctionType(ret, [v.type for v in flat]), f"wgmma.wait_group.sync.aligned {group};",
+                  f"{outs},{ties},~{{memory}}", flat, True)
+    scalars = [res] if len(flat) == 1 else [t.b.extract_value(res, i) for i in range(len(flat))]
+    results, at = [], 0
+    for count, value in zip(counts, t.operands(op)):
+        if count is None:
+            results.append(scalars[at])
+            at += 1
+            continue
+        agg = ir.Constant(value.type, ir.Undefined)
+        for i in range(count):
+            agg = t.b.insert_value(agg, scalars[at + i], i)
+        results.append(agg)
+        at += count
+    t.set(op, *results)
+
+
+@lowers(nvvm.WgmmaMmaAsyncOp)
+def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
+    """Inline PTX (LLVM has no intrinsic): the N/2 accumulators are outputs, tied to the
+    incoming ones when accumulating (scale-d 1), else scale-d 0 and no inputs."""
+    n = op.shape.n.data
+    outs = n // 2
+    dtype = op.typeA.data.value
+    trans_a = int(op.layoutA.data == nvvm.MMALayout.COL)
+    trans_b = int(op.layoutB.data == nvvm.MMALayout.ROW)
+    args, constraints = [], ["=f"] * outs
+    if op.inouts is not None:
+        acc, _ = _scalars(t, [t.get(op.inouts)])
+        args += acc
+        constraints += [str(i) for i in range(outs)]
+    first = outs + len(args)
+    args += [t.get(op.descriptorA), t.get(op.descriptorB)]
+    constraints += ["l", "l"]
+    regs = ", ".join(f"${i}" for i in range(outs))
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{regs}}}, ${first}, ${first + 1}, "
+            f"{int(op.inouts is not None)}, 1, 1, {trans_a}, {trans_b};")
+    ret = ir.LiteralStructType([ir.FloatType()] * outs)
+    t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
+
+
 @lowers(nvvm.MBarrierInitSharedOp)
 def _mbarrier_init(t: T, op) -> None:
     t.call("llvm.nvvm.mbarrier.init.shared", VOID, t.operands(op))

@@ -517,6 +517,12 @@ def _inline_asm(t: T, op: llvm.InlineAsmOp) -> None:
         t.set(op, result)
 
 
+@lowers(llvm.PtrToIntOp)
+def _ptr_to_int(t: T, op: llvm.PtrToIntOp) -> None:
+    """A pointer's address as an integer (a shared-window address for wgmma descriptors)."""
+    t.set(op, t.b.ptrtoint(t.get(op.input), t.types(op.output.type)))
+
+
 @lowers(llvm.ExtractValueOp)
 def _extract_value(t: T, op: llvm.ExtractValueOp) -> None:
     t.set(op, t.b.extract_value(t.get(op.container), list(op.position.get_values())))

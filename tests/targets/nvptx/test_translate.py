@@ -321,3 +321,50 @@ def test_ptxas_error_carries_message():
     )
     with pytest.raises(PtxasError, match="error"):
         assemble(ptx, "sm_90a")
+
+
+# Warpgroup mma (sm_90a): a descriptor from a shared tile's address (addr >> 4 in bits 0-13,
+# LBO 16 B, SBO 1024 B, 128-byte swizzle in bits 62-63, HOPPER_KERNELS.md §1.2), two chained
+# m64n64k16 wgmmas (the first without accumulator inputs: scale-d 0), commit, and a wait that
+# carries the accumulators so that the stores stay after it.
+WGMMA = """
+"memref.global"() <{sym_name = "tiles", sym_visibility = "private", type = memref<8192xf16, 3>,
+                    initial_value, alignment = 1024 : i64}> : () -> ()
+func.func @wgmma(%out: memref<?xf32>) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>} {
+  %smem = memref.get_global @tiles : memref<8192xf16, 3>
+  %p = builtin.unrealized_conversion_cast %smem : memref<8192xf16, 3> to !llvm.ptr<3>
+  %addr = llvm.ptrtoint %p : !llvm.ptr<3> to i64
+  %c4 = arith.constant 4 : i64
+  %mask = arith.constant 16383 : i64
+  %a14 = arith.shrui %addr, %c4 : i64
+  %start = arith.andi %a14, %mask : i64
+  %fields = arith.constant 4611686293305360384 : i64
+  %desc = arith.ori %start, %fields : i64
+  nvvm.wgmma.fence.aligned
+  %d0 = "nvvm.wgmma.mma_async"(%desc, %desc) <{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>}> : (i64, i64) -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+  %d1 = "nvvm.wgmma.mma_async"(%desc, %desc, %d0) <{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>}> : (i64, i64, !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+  nvvm.wgmma.commit.group.sync.aligned
+  %d = "nvvm.wgmma.wait.group.sync.aligned"(%d1) <{group = 0 : i64}> : (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+  %v0 = "llvm.extractvalue"(%d) <{position = array<i64: 0>}> : (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) -> f32
+  %v31 = "llvm.extractvalue"(%d) <{position = array<i64: 31>}> : (!llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>) -> f32
+  %t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
+  %s = arith.addf %v0, %v31 : f32
+  memref.store %s, %out[%t] : memref<?xf32>
+  func.return
+}
+"""
+
+
+def test_wgmma_ptx():
+    ptx = emit_ptx(parse(WGMMA), "sm_90a")
+    lines = [line.strip() for line in ptx.splitlines()]
+    assert "wgmma.fence.sync.aligned;" in lines and "wgmma.commit_group.sync.aligned;" in lines
+    first, second = (line for line in lines if line.startswith("wgmma.mma_async"))
+    assert first.startswith("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {") and first.endswith(", 0, 1, 1, 0, 0;")
+    assert second.endswith(", 1, 1, 1, 0, 1;")  # accumulate; B N-major (imm-trans-b 1)
+    wait = lines.index("wgmma.wait_group.sync.aligned 0;")
+    store = next(i for i, line in enumerate(lines) if line.startswith("st.global"))
+    assert wait < store
+    if pytest.importorskip("shutil").which("ptxas"):
+        _, report = assemble(ptx, "sm_90a")
+        assert "C75" not in report.log, report.log  # no serialization warnings (C7510/C7511/C7519)
