@@ -381,6 +381,104 @@ def _cp_async(op, c):
     return run
 
 
+_SWIZZLE_BYTES = {1: 128, 2: 64, 3: 32}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2); 0 (none) is not modelled
+
+
+def wgmma_operand_bytes(desc: int, rows: int, k: int, k_major: bool) -> np.ndarray:
+    """Byte addresses in the shared window of a wgmma operand read through descriptor `desc`:
+    element (r, kk) of a `rows` x `k` operand (r over M or N), as the PTX canonical swizzled
+    layouts place it (K-major: 8-row groups SBO apart, rows of the swizzle width; MN-major:
+    8-K-row groups SBO apart, chunks of swizzle-width/2 elements LBO apart), then the XOR of
+    address bits 4.. with bits 7.. (16-bit elements)."""
+    start = (desc & 0x3FFF) << 4
+    lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+    width = _SWIZZLE_BYTES.get((desc >> 62) & 3)
+    if width is None:
+        raise ValueError("wgmma descriptors without a swizzle are not modelled by the simulator")
+    r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
+    if k_major:
+        addr = start + (r // 8) * sbo + (r % 8) * width + kk * 2
+    else:
+        per_row = width // 2
+        addr = start + (r // per_row) * lbo + (kk // 8) * sbo + (kk % 8) * width + (r % per_row) * 2
+    return addr ^ (((addr >> 7) & (width // 16 - 1)) << 4)
+
+
+def _shared_byte_base(mem: Memory, shared: Memory) -> int:
+    return mem.array.__array_interface__["data"][0] - shared.array.__array_interface__["data"][0]
+
+
+def _ptr_to_int(op, c):
+    src, r = op.input, op.output
+
+    def run(st):
+        p = st.env[src]
+        if p.memory.what != "shared":
+            raise error_at(op, "llvm.ptrtoint of a non-shared pointer is not supported by the simulator")
+        base = _shared_byte_base(p.memory, st.shared)
+        st.env[r] = scalarize(np.asarray(base + np.asarray(p.offset) * p.memory.array.dtype.itemsize, np.int64))
+
+    return run
+
+
+def _wgmma(op, c):
+    """wgmma.mma_async m64nNk16 (SS) per warpgroup of 128 threads: A and B read from shared memory
+    through their descriptors, D = A @ B (+ the inouts), the accumulator of thread t of the group
+    at row 16 (t/32) + (t%32)/4 + 8 ((i>>1)&1), column 8 (i>>2) + 2 (t%4) + (i&1)."""
+    n = op.shape.n.data
+    half = np.dtype(ml_bfloat16) if op.typeA.data.value == "bf16" else np.dtype(np.float16)
+    a_kmajor = op.layoutA.data.value == "row"
+    b_kmajor = op.layoutB.data.value == "col"
+
+    def run(st):
+        lanes = _lanes(st)
+        if st.mask is not None and not st.mask.all() or lanes % 128:
+            raise error_at(op, "wgmma needs whole warpgroups of converged threads (simulated)")
+        da = np.broadcast_to(np.asarray(st.env[op.descriptorA], np.int64), (lanes,)).astype(np.uint64)
+        db = np.broadcast_to(np.asarray(st.env[op.descriptorB], np.int64), (lanes,)).astype(np.uint64)
+        acc = None
+        if op.inouts is not None:
+            acc = np.stack([np.broadcast_to(v, (lanes,)).astype(np.float32) for v in st.env[op.inouts]], axis=1)
+        raw = st.shared.array
+        out = np.zeros((lanes, n // 2), np.float32)
+        t = np.arange(128)
+        w, l = t // 32, t % 32
+        for g in range(lanes // 128):
+            sel = slice(128 * g, 128 * (g + 1))
+            if len(set(da[sel].tolist())) != 1 or len(set(db[sel].tolist())) != 1:
+                raise error_at(op, "wgmma descriptors differ within a warpgroup (simulated)")
+            try:
+                a_addr = wgmma_operand_bytes(int(da[sel][0]), 64, 16, a_kmajor)
+                b_addr = wgmma_operand_bytes(int(db[sel][0]), n, 16, b_kmajor)
+            except ValueError as e:
+                raise error_at(op, f"{e}") from None
+            for addr in (a_addr, b_addr):
+                if addr.min() < 0 or addr.max() + 2 > raw.size:
+                    raise error_at(op, f"wgmma operand at bytes [{addr.min()}, {addr.max() + 2}) outside the "
+                                       f"{raw.size} bytes of shared memory (simulated)")
+            a = raw[a_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (64, 16)
+            b = raw[b_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (n, 16)
+            d = a @ b.T
+            i = np.arange(n // 2)
+            rows = 16 * w[:, None] + l[:, None] // 4 + 8 * ((i[None, :] >> 1) & 1)
+            cols = 8 * (i[None, :] >> 2) + 2 * (l[:, None] % 4) + (i[None, :] & 1)
+            block = d[rows, cols]
+            if acc is not None:
+                block = block + acc[sel]
+            out[sel] = block.astype(np.float32)
+        st.env[op.res] = tuple(out[:, i] for i in range(n // 2))
+
+    return run
+
+
+def _wgmma_wait(op, c):
+    def run(st):  # the simulated wgmma is complete at issue
+        for v, r in zip(op.values, op.res):
+            st.env[r] = st.env[v]
+
+    return run
+
+
 def _ldmatrix(op, c):
     """ldmatrix m8n8 .b16: lane l gives the address of row l % 8 of matrix l // 8; register j of
     lane l holds row l // 4, columns 2 (l % 4) + {0, 1} of matrix j (its transpose with .trans)."""
@@ -432,7 +530,9 @@ HANDLERS: dict[type, Callable] = {
     gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
     nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
-    nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
+    nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
+    nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _nothing,
+    nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 
