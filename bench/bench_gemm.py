@@ -17,6 +17,8 @@ import tilec.language as T  # noqa: E402
 from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
+if os.environ.get("BENCH_GEMM_SHAPES"):  # e.g. "4096x4096x4096" for a short run
+    SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]
 
 
 @tilec.jit(out_idx=[-1])
@@ -83,6 +85,11 @@ def main() -> int:
         variants += [(f"tilec mma {s}st", None, {"num_stages": s}) for s in (1, 2, 3, 4)]
         variants += [("tilec mma 3st 128x256x32 256t", None, {"num_stages": 3, "block_N": 256, "threads": 256}),
                      ("tilec mma 4st 128x128x64 256t", None, {"num_stages": 4, "block_K": 64, "threads": 256})]
+        wgmma = {"tilec.enable_wgmma": True}
+        variants += [(f"tilec wgmma {s}st {bm}x{bn}x{bk} {t}t", wgmma,
+                      {"num_stages": s, "block_M": bm, "block_N": bn, "block_K": bk, "threads": t})
+                     for s, bm, bn, bk, t in ((3, 128, 128, 32, 128), (3, 128, 128, 64, 128), (3, 128, 256, 64, 256),
+                                              (4, 128, 128, 64, 256))]
         for name, configs, tiles in variants:
             try:
                 kernel = tilec.compile(matmul.fn(m, n, k, **tiles), out_idx=[-1], pass_configs=configs)

@@ -300,3 +300,23 @@ def mma_accumulator_layout(m: int, n: int, threads: int, policy: str = "square")
         (Mode(wn, "t", 32), Mode(rn, "s", 4), Mode(4, "t", 1), Mode(2, "s", 1)),
     )
     return Layout(tuple(tuple(x for x in modes if x.size > 1) for modes in dims))
+
+
+def wgmma_accumulator_layout(m: int, n: int, threads: int) -> Layout | None:
+    """The layout of an m x n f32 accumulator of wgmma m64nNk16 over the block's warpgroups.
+
+    Warpgroup g owns rows [g m/G, (g+1) m/G) in m64 blocks (one instruction each); inside one,
+    thread t (warp w, lane l) holds register i at row 16 w + 8 ((i >> 1) & 1) + l / 4 and
+    column 8 (i >> 2) + 2 (l % 4) + (i & 1) (HOPPER_KERNELS.md §1.4, CUTLASS CLayout_64xN).
+    """
+    if threads % 128 or n % 8 or n > 256:
+        return None
+    groups = threads // 128
+    if m % (64 * groups):
+        return None
+    reps = m // 64 // groups
+    dims = (
+        (Mode(groups, "t", 128), Mode(reps, "s", n // 2), Mode(4, "t", 32), Mode(2, "s", 2), Mode(8, "t", 4)),
+        (Mode(n // 8, "s", 4), Mode(4, "t", 1), Mode(2, "s", 1)),
+    )
+    return Layout(tuple(tuple(x for x in modes if x.size > 1) for modes in dims))

@@ -57,6 +57,9 @@ class View:
     layout: Layout | None = None
     swizzle: int = 0  # bytes of the XOR swizzle of a shared buffer (T.annotate_layout): 0, 32, 64, 128
     base: Index = 0  # flat element offset of the view in its memory (a stage of a multi-buffered tile)
+    chunk: int = 0  # >0: the last dim is stored in chunks of this many columns, each chunk after the
+    #                 other (a wgmma N-major operand); `strides` are those of one chunk
+    chunk_stride: int = 0  # elements from one chunk to the next
 
     def window(self, offsets: list[Index], shape: tuple[int, ...], lowerer: Lowerer, in_bounds: bool) -> View:
         """The region at `offsets` of this view; `in_bounds`: tile-legalize-bounds proved that every
@@ -64,7 +67,8 @@ class View:
         that is not known to be in bounds needs no predicates)."""
         return View(self.kind, self.mem, shape, self.element_type,
                     [lowerer.add(a, b) for a, b in zip(self.offsets, offsets)], self.strides, self.dims,
-                    in_bounds if self.kind == "global" else self.in_bounds, self.layout, self.swizzle, self.base)
+                    in_bounds if self.kind == "global" else self.in_bounds, self.layout, self.swizzle, self.base,
+                    self.chunk, self.chunk_stride)
 
 
 class SlotMap(dict):
@@ -170,6 +174,24 @@ class Lowerer:
             return 0
         return self._index_op(arith.MuliOp(self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
 
+    def div(self, a: Index, b: int) -> Index:
+        """a // b for a non-negative index and a power of two b."""
+        if isinstance(a, int):
+            return a // b
+        if b == 1:
+            return a
+        return self._index_op(arith.DivUIOp(a, self.const(b)), max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
+
+    def rem(self, a: Index, b: int) -> Index:
+        """a % b for a non-negative index and a power of two b."""
+        if isinstance(a, int):
+            return a % b
+        if b == 1:
+            return 0
+        if self.mult(a) % b == 0:
+            return 0
+        return self._index_op(arith.RemUIOp(a, self.const(b)), math.gcd(self.mult(a), b))
+
     def thread_id(self) -> SSAValue:
         assert self.tid is not None
         return self.tid
@@ -227,8 +249,13 @@ class Lowerer:
     # -- memory ------------------------------------------------------------------------
     def flat(self, view: View, index: list[Index]) -> Index:
         addr: Index = 0
-        for off, i, stride in zip(view.offsets, index, view.strides):
-            addr = self.add(addr, self.mul(self.add(off, i), stride))
+        positions = [self.add(off, i) for off, i in zip(view.offsets, index)]
+        if view.chunk and positions:
+            col = positions[-1]
+            addr = self.add(self.mul(self.div(col, view.chunk), view.chunk_stride), self.rem(col, view.chunk))
+            positions = positions[:-1]
+        for pos, stride in zip(positions, view.strides):
+            addr = self.add(addr, self.mul(pos, stride))
         if not view.swizzle:
             return self.add(view.base, addr)
         if self.mult(view.base) * _bytes(view.element_type) % (8 * view.swizzle) == 0:
@@ -286,7 +313,11 @@ class Lowerer:
     def flat_probe(self, view: View, index: list[Index]) -> Index:
         """The known multiple of a flat address, without emitting ops."""
         m = self.mult(view.base)
-        for off, i, stride in zip(view.offsets, index, view.strides):
+        pairs = list(zip(view.offsets, index, view.strides))
+        if view.chunk and pairs:
+            off, i, _ = pairs.pop()
+            m = math.gcd(m, self.mult(off), self.mult(i), view.chunk)
+        for off, i, stride in pairs:
             m = math.gcd(m, self.mult(off) * self.mult(stride), self.mult(i) * self.mult(stride))
         return math.gcd(m, 16 // _bytes(view.element_type)) if view.swizzle else m
 

@@ -143,8 +143,13 @@ def _alloc(L: Lowerer, op: tile.AllocOp) -> None:
         else:
             offset_bytes = offset.value.data
         mem = L.emit(memref.ViewOp(L.smem, L.const(offset_bytes), [], memref_type(typ.element_type, count, 3)))
+        chunk, chunk_stride = _chunk_of(op), 0
+        if chunk:  # columns in chunks of `chunk`: rows of one chunk are `chunk` apart (wgmma N-major operands)
+            strides[-2] = chunk
+            chunk_stride = typ.shape[-2] * chunk
         L.views[op.result] = View("shared", mem.results[0], typ.shape, typ.element_type, [0] * typ.rank,
-                                  strides, list(typ.shape), swizzle=_swizzle_of(op))
+                                  strides, list(typ.shape), swizzle=_swizzle_of(op), chunk=chunk,
+                                  chunk_stride=chunk_stride)
     elif typ.scope == "fragment":
         layout = layout_of(op)
         if layout is None:
@@ -154,6 +159,15 @@ def _alloc(L: Lowerer, op: tile.AllocOp) -> None:
     else:
         L.views[op.result] = View("local", L.alloca(typ.element_type, count), typ.shape, typ.element_type,
                                   [0] * typ.rank, strides, list(typ.shape))
+
+
+def _chunk_of(alloc: tile.AllocOp) -> int:
+    """Columns per chunk of a shared buffer tile-select-mma laid out for wgmma (0: plain row-major)."""
+    typ = alloc.result.type
+    chunk = alloc.attributes.get("chunk")
+    if chunk is None or typ.rank < 2 or typ.shape[-1] <= chunk.value.data:
+        return 0
+    return chunk.value.data
 
 
 def _swizzle_of(alloc: tile.AllocOp) -> int:
@@ -176,7 +190,7 @@ def _region(L: Lowerer, op: tile.RegionOp) -> None:
 
 def _reshape(L: Lowerer, op: tile.ReshapeOp) -> None:
     src = L.views[op.source]
-    if src.kind == "fragment" or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
+    if src.kind == "fragment" or src.chunk or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
         raise L.error(op, "T.reshape of fragments or regions is not supported by the CUDA target yet")
     shape = op.result.type.shape
     strides, acc = [], 1
@@ -198,7 +212,8 @@ def _stage(L: Lowerer, op: tile.StageOp) -> None:
     size = math.prod(src.shape[1:])
     L.views[op.result] = View(src.kind, src.mem, tuple(src.shape[1:]), src.element_type, [0] * (len(src.shape) - 1),
                               src.strides[1:], list(src.shape[1:]), src.in_bounds, swizzle=src.swizzle,
-                              base=L.add(src.base, L.mul(stage, size)))
+                              base=L.add(src.base, L.mul(stage, size)), chunk=src.chunk,
+                              chunk_stride=src.chunk_stride)
 
 
 def _async_commit(L: Lowerer, op: tile.AsyncCommitOp) -> None:

@@ -9,6 +9,7 @@ access when the addresses are consecutive and aligned.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from xdsl.dialects import arith, gpu, llvm, memref, scf
@@ -17,6 +18,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntAttr,
     IntegerAttr,
+    StringAttr,
     UnrealizedConversionCastOp,
     VectorType,
     f32,
@@ -410,6 +412,76 @@ def _as_operand(L: Lowerer, reg: SSAValue, element_type) -> SSAValue:
     return L.emit(llvm.BitcastOp(reg, VectorType(element_type, [2]))).results[0]
 
 
+_SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2)
+
+
+def _descriptor(L: Lowerer, view: View, index: list, lbo: int, sbo: int) -> SSAValue:
+    """The 64-bit shared-memory matrix descriptor of `view` from element `index` on: the unswizzled
+    shared-window address of that element / 16, LBO and SBO / 16, the swizzle mode."""
+    plain = dataclasses.replace(view, swizzle=0)
+    addr = L.emit(llvm.PtrToIntOp(_shared_ptr(L, plain, index), i64)).results[0]
+    start = L.emit(arith.AndIOp(L.emit(arith.ShRUIOp(addr, L.const(4, i64))).results[0],
+                                L.const(0x3FFF, i64))).results[0]
+    fields = (lbo >> 4) << 16 | (sbo >> 4) << 32 | _SWIZZLE_CODE[view.swizzle] << 62
+    return L.emit(arith.OrIOp(start, L.const(fields - (1 << 64) if fields >= 1 << 63 else fields, i64))).results[0]
+
+
+def _lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
+    """C += A @ B with wgmma.mma_async m64nNk16, A and B read by the tensor cores from shared memory.
+
+    Every thread first orders its own writes of the tiles (cp.async or stores, generic proxy)
+    before the async proxy's reads (`fence.proxy.async.shared::cta`), then a barrier; each
+    warpgroup issues, per k16 step, one wgmma per 64-row block of its rows, commits them as one
+    group and waits for it, the accumulators passing through the wait (tile-select-mma chose
+    the operands' swizzles, `wgmma_operands`).
+    """
+    m, n, k = op.mnk()
+    groups = L.threads // 128
+    reps = m // 64 // groups
+    per_thread = n // 2
+    L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
+                                                "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
+    barrier(L)
+    group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
+    a_row_bytes = a.shape[1] * 2
+    if op.trans_b:  # B stored [n, k]: K-major like A
+        layout_b = nvvm.MMALayout.COL
+        b_lbo, b_sbo = 16, 8 * b.shape[1] * 2
+    else:  # B stored [k, n]: N-major, rows of the swizzle width (in column chunks when wider)
+        layout_b = nvvm.MMALayout.ROW
+        width = b.chunk or b.shape[1]
+        b_lbo, b_sbo = b.shape[0] * width * 2 if b.chunk else 16, 8 * b.swizzle
+    dtype = nvvm.MMATypeAttr(nvvm.MMAType.BF16 if str(a.element_type) == "bf16" else nvvm.MMAType.F16)
+    props = {"shape": nvvm.MMAShapeAttr(64, n, 16), "typeA": dtype, "typeB": dtype,
+             "layoutA": nvvm.MMALayoutAttr(nvvm.MMALayout.ROW), "layoutB": nvvm.MMALayoutAttr(layout_b)}
+    struct = llvm.LLVMStructType.from_type_list([f32] * per_thread)
+
+    def pack(values: list[SSAValue]) -> SSAValue:
+        agg = L.emit(llvm.UndefOp(struct)).results[0]
+        for i, v in enumerate(values):
+            agg = L.emit(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, v)).results[0]
+        return agg
+
+    accs: list[SSAValue | None] = [None] * reps
+    if not op.clear_accum.value.data:
+        accs = [pack([L.frag_load(c, r * per_thread + i) for i in range(per_thread)]) for r in range(reps)]
+    L.emit(nvvm.WgmmaFenceAlignedOp())
+    for ks in range(0, k, 16):
+        desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)
+        for r in range(reps):
+            desc_a = _descriptor(L, a, [L.add(group_row, 64 * r), ks], 16, 8 * a_row_bytes)
+            operands = [desc_a, desc_b] + ([accs[r]] if accs[r] is not None else [])
+            accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.create(operands=operands, result_types=[struct],
+                                                         properties=dict(props))).results[0]
+    L.emit(nvvm.WgmmaCommitGroupSyncAlignedOp())
+    wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,
+                                                   properties={"group": IntegerAttr(0, i64)}))
+    for r, acc in enumerate(wait.results):
+        for i in range(per_thread):
+            value = L.emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), acc, f32)).results[0]
+            L.frag_store(c, r * per_thread + i, value)
+
+
 def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
     """C += A @ B with mma.sync m16n8k16 (row-major A, column-major B fragments, f32 accumulator).
 
@@ -538,6 +610,9 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
                 b = tmp
     if c.kind != "fragment":
         raise L.error(op, "T.gemm on the CUDA target needs a fragment accumulator")
+    if op.attributes.get("mma") == StringAttr("wgmma"):
+        _lower_gemm_wgmma(L, op, a, b, c)
+        return
     if "mma" in op.attributes:
         _lower_gemm_mma(L, op, a, b, c)
         return

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -32,7 +32,13 @@ from tilec.dialects import tile
 from tilec.dtypes import from_ir
 from tilec.errors import error_at
 
-from ._layout import Layout, default_layout, gemm_accumulator_layout, mma_accumulator_layout
+from ._layout import (
+    Layout,
+    default_layout,
+    gemm_accumulator_layout,
+    mma_accumulator_layout,
+    wgmma_accumulator_layout,
+)
 
 
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:
@@ -105,7 +111,9 @@ class _Inference:
         for op in ops:
             if isinstance(op, tile.GemmOp) and _fragment(op.c) is not None:
                 m, n, _ = op.mnk()
-                if "mma" in op.attributes:  # tile-select-mma chose mma.sync m16n8k16
+                if op.attributes.get("mma") == StringAttr("wgmma"):  # tile-select-mma chose wgmma m64nNk16
+                    layout = wgmma_accumulator_layout(m, n, self.threads)
+                elif "mma" in op.attributes:  # tile-select-mma chose mma.sync m16n8k16
                     layout = mma_accumulator_layout(m, n, self.threads, op.policy.data)
                 else:
                     layout = gemm_accumulator_layout(m, n, self.threads)

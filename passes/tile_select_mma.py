@@ -7,7 +7,9 @@ Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, wit
   layout of that instruction and convert-tile-to-thread issues it.  Its shared operands
   that `T.annotate_layout` does not lay out get `swizzle = <bytes>`: the XOR swizzle of
   their row width, at most 128 bytes (none below 32), which every access then applies.
-  Other gemms keep the SIMT path.
+  With `wgmma` (sm_90a) a gemm whose operands wgmma can read from shared memory gets
+  `mma = "wgmma"` instead, and its operand allocations the swizzle (and column chunk) of
+  the PTX canonical layouts (`wgmma_operands`). Other gemms keep the SIMT path.
 Fails: never; a gemm the instruction cannot run is left as it is.
 
     tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
@@ -25,7 +27,7 @@ from xdsl.passes import ModulePass
 
 from tilec.dialects import tile
 
-from ._layout import mma_accumulator_layout
+from ._layout import mma_accumulator_layout, wgmma_accumulator_layout
 
 
 def _kernel_of(op) -> tile.KernelOp | None:
@@ -44,6 +46,47 @@ def mma_fits(op: tile.GemmOp, threads: int) -> bool:
     return k % 16 == 0 and mma_accumulator_layout(m, n, threads, op.policy.data) is not None
 
 
+def _plain_shared(value) -> tile.AllocOp | None:
+    """The shared allocation `value` is, when it is one (not a region) and nothing else lays it out."""
+    alloc = value.owner
+    if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared":
+        return None
+    if any(isinstance(use.operation, tile.AnnotateLayoutOp) for use in alloc.result.uses):
+        return None
+    return alloc
+
+
+def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
+    """How wgmma m64nNk16 (SS) reads this gemm's operands: per allocation, the swizzle (and the
+    column chunk of an N-major B wider than 64) its shared layout needs; None when it cannot.
+
+    A must be K-major ([M, K], rows of 32, 64 or 128 bytes); B K-major ([N, K] with
+    transpose_B, the same rows) or N-major ([K, N]: rows of 32 or 64 bytes, or N a multiple of
+    64 stored as 64-column chunks with the 128-byte swizzle). The accumulator is an f32
+    fragment of 64-row blocks per warpgroup (`_layout.wgmma_accumulator_layout`).
+    """
+    if not mma_fits(op, threads) or op.trans_a:
+        return None
+    m, n, k = op.mnk()
+    if wgmma_accumulator_layout(m, n, threads) is None:
+        return None
+    a, b = _plain_shared(op.a), _plain_shared(op.b)
+    if a is None or b is None or a is b:
+        return None
+    if k * 2 not in (32, 64, 128):
+        return None
+    plan = {a: {"swizzle": k * 2}}
+    if op.trans_b:
+        plan[b] = {"swizzle": k * 2}
+    elif n * 2 in (32, 64, 128):
+        plan[b] = {"swizzle": n * 2}
+    elif n % 64 == 0:
+        plan[b] = {"swizzle": 128, "chunk": 64}
+    else:
+        return None
+    return plan
+
+
 @dataclass(frozen=True)
 class TileSelectMmaPass(ModulePass):
     """Choose the tensor-core instruction of each tile.gemm the target can run on tensor cores."""
@@ -53,6 +96,9 @@ class TileSelectMmaPass(ModulePass):
     arch: str = "sm_90a"
     """The target; mma.sync needs sm_80 or later."""
 
+    wgmma: bool = False
+    """Use wgmma m64nNk16 (sm_90a) where it fits (pass config `tilec.enable_wgmma`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not self.arch.startswith("sm_") or int(self.arch[3:5]) < 80:
             return
@@ -60,7 +106,15 @@ class TileSelectMmaPass(ModulePass):
             if not isinstance(gemm, tile.GemmOp):
                 continue
             kernel = _kernel_of(gemm)
-            if kernel is not None and mma_fits(gemm, kernel.num_threads):
+            if kernel is None:
+                continue
+            plan = wgmma_operands(gemm, kernel.num_threads) if self.wgmma and self.arch == "sm_90a" else None
+            if plan is not None:
+                gemm.attributes["mma"] = StringAttr("wgmma")
+                for alloc, attrs in plan.items():
+                    for key, value in attrs.items():
+                        alloc.attributes[key] = IntegerAttr(value, i64)
+            elif mma_fits(gemm, kernel.num_threads):
                 gemm.attributes["mma"] = StringAttr("m16n8k16")
                 for operand in (gemm.a, gemm.b):
                     _swizzle_operand(operand)

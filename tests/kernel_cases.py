@@ -330,6 +330,23 @@ PIPELINE_CASES.append(Case("pipelined3_nested_64x64x320", gemm_two_pipelines(64,
                            _gemm_inputs(64, 64, 320, "float16", False), _gemm_ref(False), tol=1e-3))
 
 
+# Warpgroup gemms (wgmma m64nNk16, pass config tilec.enable_wgmma on sm_90a): K-major A with
+# 128/64/32-byte rows, N-major B in one swizzle row or in 64-column chunks, K-major B
+# (transpose_B), two warpgroups, bf16, pipelined stages and K tails.
+WGMMA_CASES = [
+    Case(f"wgmma_{dtype}_{m}x{n}x{k}_{bm}x{bn}x{bk}{'_bt' if bt else ''}_{threads}t_{stages}st",
+         gemm_tiles(m, n, k, bm, bn, bk, dtype, bt, threads=threads, stages=stages), [2],
+         _gemm_inputs(m, n, k, dtype, bt), _gemm_ref(bt), tol=1e-3)
+    for (m, n, k, bm, bn, bk, dtype, bt, threads, stages) in [
+        (64, 64, 128, 64, 64, 64, "float16", False, 128, 2),
+        (128, 256, 96, 64, 128, 32, "float16", False, 128, 3),
+        (128, 128, 64, 128, 64, 64, "bfloat16", True, 256, 2),
+        (64, 96, 80, 64, 32, 16, "float16", False, 128, 3),
+        (128, 128, 200, 128, 128, 64, "float16", False, 256, 3),
+    ]
+]
+
+
 def gemm_swizzled(m, n, k, swizzle_bytes=128, dtype="float16"):
     """The shared tiles carry an XOR swizzle (T.annotate_layout): every access must agree on it."""
     from tilec.layout import make_swizzled_layout

@@ -37,6 +37,7 @@ PASS_CONFIG_KEYS = (
     "tl.disable_shuffle_elect", "tl.enable_lower_ldgstg",
     # tilec's own
     "tilec.enable_mma",  # tensor-core gemm (mma.sync m16n8k16) on sm_80+; on by default, False for the SIMT gemm
+    "tilec.enable_wgmma",  # wgmma m64nNk16 on sm_90a where the operands allow (off until measured on the GPU)
 )
 
 

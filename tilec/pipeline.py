@@ -34,7 +34,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
 
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
-        *([TileSelectMmaPass(arch=target.arch)] if _mma(target, pass_configs or {}) else []),  # tensor cores
+        *([TileSelectMmaPass(arch=target.arch, wgmma=bool((pass_configs or {}).get("tilec.enable_wgmma")))]
+          if _mma(target, pass_configs or {}) else []),  # tensor cores
         *([TilePipelinePass()] if _async_copy(target) else []),  # T.Pipelined: multi-buffered cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check

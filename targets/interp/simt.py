@@ -471,6 +471,28 @@ def _wgmma(op, c):
     return run
 
 
+def _undef(op, c):
+    r = op.res
+    count = len(r.type.types) if hasattr(r.type, "types") else 0
+
+    def run(st):
+        st.env[r] = tuple(np.float32(0) for _ in range(count)) if count else np.int64(0)
+
+    return run
+
+
+def _insert_value(op, c):
+    (pos,) = op.position.get_values()
+    agg, value, r = op.container, op.value, op.res
+
+    def run(st):
+        items = list(st.env[agg])
+        items[pos] = st.env[value]
+        st.env[r] = tuple(items)
+
+    return run
+
+
 def _wgmma_wait(op, c):
     def run(st):  # the simulated wgmma is complete at issue
         for v, r in zip(op.values, op.res):
@@ -532,7 +554,8 @@ HANDLERS: dict[type, Callable] = {
     nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
     nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
     nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _nothing,
-    nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
+    nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing,
+    nvvm.FenceProxyOp: _nothing, llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 

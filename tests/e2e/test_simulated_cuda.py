@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from kernel_cases import CASES, MMA_CASES, PIPELINE_CASES, SWIZZLE_CASES, run_case
+from kernel_cases import CASES, MMA_CASES, PIPELINE_CASES, SWIZZLE_CASES, WGMMA_CASES, run_case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "kernels")
@@ -131,3 +131,24 @@ def test_pipelined_gemm_assembles(case, ptxas):
     assert re.search(r"cp\.async\.wait_group\s+[1-9]", ptx), "the loop waits for all but the stages in flight"
     cubin, report = assemble(ptx, "sm_90a")
     assert cubin.startswith(b"\x7fELF") and not report.kernels[spec.kernel_name].spills
+
+
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
+def test_wgmma_gemm_on_the_simulator(case):
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_wgmma": True}, expect_ir="nvvm.wgmma.mma_async")
+
+
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
+def test_wgmma_gemm_assembles(case, ptxas):
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"),
+                                      {"tilec.enable_wgmma": True})
+    ptx = emit_ptx(module, "sm_90a")
+    assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "fence.proxy.async.shared::cta" in ptx
+    cubin, report = assemble(ptx, "sm_90a")
+    assert cubin.startswith(b"\x7fELF") and not report.kernels[spec.kernel_name].spills
+    assert "C75" not in report.log, report.log  # no wgmma serialization warnings

@@ -58,3 +58,15 @@ def test_pipelined_gemm_on_the_gpu(case, mma):
     """cp.async stages (tile-pipeline): on the GPU the copies really run ahead of the gemms."""
     for _ in range(3):  # fresh inputs each time: an ordering bug shows as a changing error
         run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": mma}, expect_ir="nvvm.cp.async.shared.global")
+
+
+from kernel_cases import WGMMA_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
+def test_wgmma_gemm_on_the_gpu(case):
+    """wgmma m64nNk16 from swizzled shared tiles (pass config tilec.enable_wgmma), first simulated."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs sm_90a")
+    for _ in range(2):
+        run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_wgmma": True}, expect_ir="nvvm.wgmma.mma_async")
