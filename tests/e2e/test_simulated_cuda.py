@@ -18,6 +18,20 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared", "kernels")
 REFERENCE = ["elementwise_add", "softmax", "rms_norm", "gemm", "gemm_bias_gelu", "flash_attention"]
 
 
+def assemble_case(case, arch: str = "sm_90a", configs: dict | None = None):
+    """The case through the CUDA passes, LLVM and ptxas: (PTX, ptxas report, kernel name)."""
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target(arch), configs or {})
+    ptx = emit_ptx(module, arch)
+    cubin, report = assemble(ptx, arch)
+    assert cubin.startswith(b"\x7fELF") and spec.kernel_name in report.kernels
+    return ptx, report, spec.kernel_name
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_on_the_simulator(case):
     run_case(case, "sim", "cpu")
@@ -39,14 +53,7 @@ def test_reference_kernel_on_the_simulator(name, monkeypatch):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_assembles_for_sm_90a(case, ptxas):
     """The same thread-level IR goes through LLVM to PTX that ptxas accepts."""
-    from tilec.frontend import build_prim_func
-    from tilec.pipeline import lower_to_thread
-    from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
-
-    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"), {})
-    cubin, report = assemble(emit_ptx(module, "sm_90a"), "sm_90a")
-    assert cubin.startswith(b"\x7fELF") and spec.kernel_name in report.kernels
+    assemble_case(case)
 
 
 @pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
@@ -56,17 +63,9 @@ def test_tensor_core_gemm_on_the_simulator(case):
 
 @pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
 def test_tensor_core_gemm_assembles(case, ptxas):
-    from tilec.frontend import build_prim_func
-    from tilec.pipeline import lower_to_thread
-    from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
-
-    program = build_prim_func(case.prim, case.out_idx)
-    module, spec, _ = lower_to_thread(program, resolve_target("sm_80"), {"tilec.enable_mma": True})
-    ptx = emit_ptx(module, "sm_80")
+    ptx, _, _ = assemble_case(case, "sm_80", {"tilec.enable_mma": True})
     assert "mma.sync.aligned.m16n8k16.row.col.f32" in ptx
     assert "ldmatrix.sync.aligned.m8n8" in ptx  # operands come from shared memory by ldmatrix
-    assert assemble(ptx, "sm_80")[0].startswith(b"\x7fELF")
 
 
 def test_every_stage_prints_and_dumps(monkeypatch, tmp_path):
@@ -102,14 +101,7 @@ def test_simt_gemm_on_the_simulator(case):
 
 @pytest.mark.parametrize("case", SWIZZLE_CASES, ids=[c.name for c in SWIZZLE_CASES])
 def test_swizzled_gemm_assembles(case, ptxas):
-    from tilec.frontend import build_prim_func
-    from tilec.pipeline import lower_to_thread
-    from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
-
-    module, _, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"),
-                                   {"tilec.enable_mma": True})
-    assert assemble(emit_ptx(module, "sm_90a"), "sm_90a")[0].startswith(b"\x7fELF")
+    assemble_case(case, configs={"tilec.enable_mma": True})
 
 
 @pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
@@ -120,17 +112,10 @@ def test_pipelined_gemm_on_the_simulator(case, mma):
 
 @pytest.mark.parametrize("case", PIPELINE_CASES, ids=[c.name for c in PIPELINE_CASES])
 def test_pipelined_gemm_assembles(case, ptxas):
-    from tilec.frontend import build_prim_func
-    from tilec.pipeline import lower_to_thread
-    from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
-
-    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"), {})
-    ptx = emit_ptx(module, "sm_90a")
+    ptx, report, name = assemble_case(case)
     assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
     assert re.search(r"cp\.async\.wait_group\s+[1-9]", ptx), "the loop waits for all but the stages in flight"
-    cubin, report = assemble(ptx, "sm_90a")
-    assert cubin.startswith(b"\x7fELF") and not report.kernels[spec.kernel_name].spills
+    assert not report.kernels[name].spills
 
 
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
@@ -140,15 +125,7 @@ def test_wgmma_gemm_on_the_simulator(case):
 
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
 def test_wgmma_gemm_assembles(case, ptxas):
-    from tilec.frontend import build_prim_func
-    from tilec.pipeline import lower_to_thread
-    from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
-
-    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"),
-                                      {"tilec.enable_wgmma": True})
-    ptx = emit_ptx(module, "sm_90a")
+    ptx, report, name = assemble_case(case, configs={"tilec.enable_wgmma": True})
     assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "fence.proxy.async.shared::cta" in ptx
-    cubin, report = assemble(ptx, "sm_90a")
-    assert cubin.startswith(b"\x7fELF") and not report.kernels[spec.kernel_name].spills
+    assert not report.kernels[name].spills
     assert "C75" not in report.log, report.log  # no wgmma serialization warnings
