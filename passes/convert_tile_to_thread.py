@@ -50,9 +50,14 @@ def _kernel_of(f: func.FuncOp) -> tile.KernelOp | None:
     return next((op for op in f.body.block.ops if isinstance(op, tile.KernelOp)), None)
 
 
+SMEM_ALIGN = 1024
+"""Bytes: the dynamic shared memory starts on a swizzle atom (tile offsets are swizzled relative to
+it, the tensor cores swizzle absolute shared-window addresses; they agree on 1024-byte bases)."""
+
+
 def _smem_global() -> memref.GlobalOp:
     return memref.GlobalOp.get(StringAttr(SMEM), memref_type(i64.__class__(8), 0, 3), UnitAttr(),
-                               sym_visibility=StringAttr("public"))
+                               sym_visibility=StringAttr("public"), alignment=IntegerAttr(SMEM_ALIGN, i64))
 
 
 def _rasterize(L: Lowerer, bx, by, gx, gy, panel: int):

@@ -72,7 +72,10 @@ def _divisor_key(div: arith.DivfOp) -> object:
 
 
 def _loads_unchanged(block: Block, run: list[arith.DivfOp]) -> bool:
-    """No op between the first divisor load and the run could write memory."""
+    """No op between the first divisor load and the run could write memory (or there is one
+    divisor value, whatever defines it)."""
+    if len({d.rhs for d in run}) == 1:
+        return True
     loads = {d.rhs.owner for d in run if isinstance(d.rhs.owner, memref.LoadOp)}
     if not loads:
         return True

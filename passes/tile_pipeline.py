@@ -8,7 +8,8 @@ Establishes: in every `tile.for` of kind "pipelined" with `num_stages` S >= 2, e
   with that copy, before any read) becomes an async copy into stage `(i + S - 1) % S` of an
   S-deep buffer, issued S - 1 iterations ahead; the loop reads stage `i % S`. The loop
   becomes "serial" with `pipelined_stages = S`.
-Fails: never; a loop without such copies stays as it is (and runs serially).
+Fails: never; a loop without such copies, or one that writes global memory (a prefetch
+  could read a tensor before the writes of the iterations in between), stays as it is.
 
     %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
     tile.for %k = %c0 to %n step %c1 {
@@ -18,6 +19,7 @@ Fails: never; a loop without such copies stays as it is (and runs serially).
     } {kind = "pipelined", num_stages = 3}
   becomes
     %A_s = tile.alloc : !tile.buffer<3x128x32xf16, shared>
+    tile.barrier                              // the stages may reuse bytes read before the loop
     (for s in 0, 1: if s < n { tile.copy %a(s), stage s {async} }; tile.async_commit)
     tile.for %k = %c0 to %n step %c1 {
       tile.async_wait {pending = 1}          // this thread's copies of iteration k are done
@@ -167,9 +169,24 @@ def _issue(copies: list[_Copy], buffers: dict, body: Block, iv: SSAValue, k: SSA
     return scf.IfOp(guard, [], Region(Block(b.ops)))
 
 
+def _writes_global(loop: tile.ForOp) -> bool:
+    """Whether anything in the loop writes global memory: a copy issued iterations ahead could
+    then read a tensor before the writes of the iterations between (arguments may alias)."""
+    for op in loop.walk():
+        if isinstance(op, tile.CopyOp) and isinstance(op.dst.type, tile.TensorType):
+            return True
+        if isinstance(op, tile.StoreOp) and isinstance(op.dest.type, tile.TensorType):
+            return True
+        if isinstance(op, tile.AtomicOp):
+            return True
+    return False
+
+
 def _pipeline(loop: tile.ForOp, stages: int) -> bool:
     body = loop.body.block
     iv = loop.induction_var
+    if _writes_global(loop):
+        return False
     copies = [c for op in list(body.ops) if isinstance(op, tile.CopyOp)
               if (c := _async_candidate(op, loop)) is not None]
     if not copies:
@@ -190,8 +207,10 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
     lb, ub, step = loop.lb, loop.ub, loop.step
     lb_c, step_c = _const(lb), _const(step)
 
-    # prologue: iterations 0 .. S-2 into stages 0 .. S-2
+    # prologue: iterations 0 .. S-2 into stages 0 .. S-2, after a barrier: the stages may share
+    # bytes with buffers read before the loop, and tile-insert-barriers leaves async writes alone
     pre = _Builder()
+    pre.ops.append(tile.BarrierOp())
     for s in range(stages - 1):
         k = lb if s == 0 else pre.binary(arith.AddiOp, lb, pre.binary(arith.MuliOp, step, s))
         guard = pre.add(arith.CmpiOp(k, ub, "slt"))

@@ -343,6 +343,7 @@ WGMMA_CASES = [
         (128, 128, 64, 128, 64, 64, "bfloat16", True, 256, 2),
         (64, 96, 80, 64, 32, 16, "float16", False, 128, 3),
         (128, 128, 200, 128, 128, 64, "float16", False, 256, 3),
+        (128, 64, 256, 128, 64, 64, "float16", False, 128, 2),  # two m64 blocks per warpgroup
     ]
 ]
 

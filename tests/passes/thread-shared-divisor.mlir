@@ -68,3 +68,20 @@ func.func @chained(%a: f32, %s: f32) -> f32 {
   %1 = arith.divf %0, %s : f32
   func.return %1 : f32
 }
+
+// One divisor value loaded in an enclosing block: no memory check is needed to share it.
+// CHECK-LABEL: func.func @outer_load
+// CHECK:       scf.if %{{.*}} -> (f32, f32) {
+// CHECK:         nvvm.rcp.approx.ftz.f %s : f32
+func.func @outer_load(%a: f32, %b: f32, %m: memref<4xf32>, %i: index) -> (f32, f32) {
+  %s = memref.load %m[%i] : memref<4xf32>
+  %t = arith.constant true
+  %r:2 = scf.if %t -> (f32, f32) {
+    %0 = arith.divf %a, %s : f32
+    %1 = arith.divf %b, %s : f32
+    scf.yield %0, %1 : f32, f32
+  } else {
+    scf.yield %a, %b : f32, f32
+  }
+  func.return %r#0, %r#1 : f32, f32
+}

@@ -6,6 +6,7 @@
 // CHECK-LABEL: func.func @gemm
 // CHECK:       %A_s = tile.alloc : !tile.buffer<3x128x32xf16, shared>
 // CHECK-NEXT:  %B_s = tile.alloc : !tile.buffer<3x32x128xf16, shared>
+// CHECK:       tile.barrier
 // CHECK:       scf.if
 // CHECK:         tile.copy %{{.*}}, %{{.*}} {async} : !tile.tensor<128x32xf16>, !tile.buffer<128x32xf16, shared>
 // CHECK:         tile.copy %{{.*}}, %{{.*}} {async} : !tile.tensor<32x128xf16>, !tile.buffer<32x128xf16, shared>
@@ -64,12 +65,14 @@ func.func @gemm(%A: !tile.tensor<256x128xf16>, %B: !tile.tensor<128x256xf16>, %C
 }
 
 // Left alone: a tile read before its copy in the body (the loop carries last iteration's
-// data), a copy that converts the element type, and a loop of one stage.
+// data), a copy that converts the element type, a loop of one stage, and a loop that writes
+// global memory (a prefetch could read a row before the iteration that writes it).
 // CHECK-LABEL: func.func @untouched
 // CHECK-NOT:   tile.async_commit
 // CHECK-NOT:   tile.stage
 // CHECK:       {kind = "pipelined", num_stages = 3 : i64}
 // CHECK:       {kind = "pipelined", num_stages = 1 : i64}
+// CHECK:       {kind = "pipelined", num_stages = 2 : i64}
 func.func @untouched(%A: !tile.tensor<64x32xf16>, %X: !tile.tensor<64x32xf32>) {
   %g = arith.constant 1 : index
   tile.kernel (%bx) in (%g) threads [128, 1, 1] {
@@ -88,6 +91,11 @@ func.func @untouched(%A: !tile.tensor<64x32xf16>, %X: !tile.tensor<64x32xf32>) {
       tile.copy %A, %t : !tile.tensor<64x32xf16>, !tile.buffer<64x32xf16, shared>
       tile.copy %t, %f : !tile.buffer<64x32xf16, shared>, !tile.buffer<64x32xf32, fragment>
     } {kind = "pipelined", num_stages = 1 : i64}
+    %u = tile.alloc : !tile.buffer<64x32xf16, shared>
+    tile.for %k = %c0 to %c4 step %c1 {
+      tile.copy %A, %u : !tile.tensor<64x32xf16>, !tile.buffer<64x32xf16, shared>
+      tile.copy %u, %X : !tile.buffer<64x32xf16, shared>, !tile.tensor<64x32xf32>
+    } {kind = "pipelined", num_stages = 2 : i64}
   }
   func.return
 }
