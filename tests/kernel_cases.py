@@ -344,6 +344,9 @@ WGMMA_CASES = [
         (64, 96, 80, 64, 32, 16, "float16", False, 128, 3),
         (128, 128, 200, 128, 128, 64, "float16", False, 256, 3),
         (128, 64, 256, 128, 64, 64, "float16", False, 128, 2),  # two m64 blocks per warpgroup
+        (64, 64, 32, 64, 64, 16, "float16", True, 128, 2),  # K-major B with 32-byte rows
+        (64, 32, 64, 64, 16, 64, "float16", False, 128, 2),  # N-major B with 32-byte rows (n = 16)
+        (64, 192, 64, 64, 192, 64, "bfloat16", False, 128, 2),  # three 64-column chunks
     ]
 ]
 
