@@ -17,6 +17,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntAttr,
+    FloatAttr,
     IntegerAttr,
     StringAttr,
     UnrealizedConversionCastOp,
@@ -423,7 +424,25 @@ def _descriptor(L: Lowerer, view: View, index: list, lbo: int, sbo: int) -> SSAV
     start = L.emit(arith.AndIOp(L.emit(arith.ShRUIOp(addr, L.const(4, i64))).results[0],
                                 L.const(0x3FFF, i64))).results[0]
     fields = (lbo >> 4) << 16 | (sbo >> 4) << 32 | _SWIZZLE_CODE[view.swizzle] << 62
-    return L.emit(arith.OrIOp(start, L.const(fields - (1 << 64) if fields >= 1 << 63 else fields, i64))).results[0]
+    signed = fields - (1 << 64) if fields >= 1 << 63 else fields  # i64 constants are signed
+    return L.emit(arith.OrIOp(start, L.const(signed, i64))).results[0]
+
+
+def _zero_filled_before(op: tile.GemmOp) -> bool:
+    """Whether the last op before the gemm (in its block) that touches C is `tile.fill C, 0.0`:
+    the gemm may then start from D = A·B (scale-d 0) instead of passing zero accumulators, which
+    ptxas would copy between the wgmmas of different row blocks and serialize (C7517/C7519)."""
+    c = op.c
+    prev = op.prev_op
+    while prev is not None:
+        if any(v is c for inner in prev.walk() for v in inner.operands):
+            if not isinstance(prev, tile.FillOp) or prev.dst is not c:
+                return False
+            value = prev.value.owner
+            return isinstance(value, arith.ConstantOp) and isinstance(value.value, FloatAttr) and \
+                value.value.value.data == 0.0
+        prev = prev.prev_op
+    return False
 
 
 def _lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
@@ -463,7 +482,7 @@ def _lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) ->
         return agg
 
     accs: list[SSAValue | None] = [None] * reps
-    if not op.clear_accum.value.data:
+    if not (op.clear_accum.value.data or _zero_filled_before(op)):
         accs = [pack([L.frag_load(c, r * per_thread + i) for i in range(per_thread)]) for r in range(reps)]
     L.emit(nvvm.WgmmaFenceAlignedOp())
     for ks in range(0, k, 16):

@@ -129,3 +129,39 @@ def test_wgmma_gemm_assembles(case, ptxas):
     assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "fence.proxy.async.shared::cta" in ptx
     assert not report.kernels[name].spills
     assert "C75" not in report.log, report.log  # no wgmma serialization warnings
+
+
+def _clear_then_gemm():
+    import tilec.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), T.float16), B: T.Tensor((64, 64), T.float16), C: T.Tensor((128, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((128, 64), T.float16)
+            b = T.alloc_shared((64, 64), T.float16)
+            c = T.alloc_fragment((128, 64), T.float32)
+            T.clear(c)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c)
+            T.copy(c, C)
+
+    return main
+
+
+def test_wgmma_after_a_clear_starts_from_zero(ptxas):
+    """`T.clear(c)` then a gemm into c (attention's Q·K^T): the wgmmas start with scale-d 0 and
+    no accumulator inputs, so ptxas need not copy zeros between them and serialize them."""
+    import torch
+
+    import tilec
+
+    configs = {"tilec.enable_wgmma": True}
+    ptx, report, _ = assemble_case(type("C", (), {"prim": _clear_then_gemm(), "out_idx": [2]}), configs=configs)
+    first = [line.strip() for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(first) == 8 and all(line.endswith(", 0, 1, 1, 0, 1;") for line in first[:2])
+    assert not any(code in report.log for code in ("C7510", "C7511", "C7517", "C7519")), report.log
+    kernel = tilec.compile(_clear_then_gemm(), out_idx=[2], target="sim", pass_configs=configs)
+    a, b = torch.randn(128, 64).half(), torch.randn(64, 64).half()
+    ref = a.float() @ b.float()
+    assert ((kernel(a, b) - ref).norm() / ref.norm()) < 1e-5
