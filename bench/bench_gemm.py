@@ -12,32 +12,14 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import tilec  # noqa: E402
-import tilec.language as T  # noqa: E402
+from gemm import matmul  # noqa: E402 - examples/gemm.py, the kernel `make run` runs
 from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
 if os.environ.get("BENCH_GEMM_SHAPES"):  # e.g. "4096x4096x4096" for a short run
     SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]
-
-
-@tilec.jit(out_idx=[-1])
-def matmul(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, threads=128):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), T.float16)
-            B_s = T.alloc_shared((block_K, block_N), T.float16)
-            C_f = T.alloc_fragment((block_M, block_N), T.float32)
-            T.use_swizzle(panel_size=10)
-            T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, ko * block_K], A_s)
-                T.copy(B[ko * block_K, bx * block_N], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-
-    return main
 
 
 def _triton_matmul():
@@ -92,6 +74,7 @@ def main() -> int:
                                               (4, 128, 128, 64, 256))]
         for name, configs, tiles in variants:
             try:
+                tiles = {"block_M": 128, "block_N": 128, **tiles}
                 kernel = tilec.compile(matmul.fn(m, n, k, **tiles), out_idx=[-1], pass_configs=configs)
             except Exception as e:  # noqa: BLE001 - e.g. a tile config over the shared-memory budget
                 print(f"{name}: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)

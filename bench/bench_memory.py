@@ -24,6 +24,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 
 import torch
 from _common import (
@@ -39,6 +40,7 @@ from _common import (
 
 import tilec as tilelang
 import tilec.language as T
+from elementwise_add import add  # noqa: E402 - examples/elementwise_add.py, as `make run` runs it
 
 try:
     import triton
@@ -55,20 +57,6 @@ TOL = 1e-2
 # --------------------------------------------------------------------------- #
 # tilec kernels (TileLang style, as in shared/kernels)
 # --------------------------------------------------------------------------- #
-
-
-@tilelang.jit
-def add(A, B, block_N: int = 1024, threads: int = 256, dtype=T.float16):
-    N = T.const("N")
-    A: T.Tensor((N,), dtype)
-    B: T.Tensor((N,), dtype)
-    C = T.empty((N,), dtype)
-    with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
-        for i in T.Parallel(block_N):
-            idx = bx * block_N + i
-            if idx < N:
-                C[idx] = A[idx] + B[idx]
-    return C
 
 
 @tilelang.jit(out_idx=[1])
@@ -118,7 +106,7 @@ def rms_norm(X, W, block_M: int = 1, eps: float = EPS, threads: int = 256):
 def build_tilec(name: str):
     """The compiled tilec kernel for a workload, as a callable on its inputs."""
     if name == "add":
-        return add.compile(N=N_ADD, block_N=1024, threads=256)
+        return add.compile(N=N_ADD, block=1024, threads=256)
     if name == "softmax":
         return softmax(SOFTMAX_M, SOFTMAX_N, block_M=4, threads=128)
     if name == "rmsnorm":
@@ -325,7 +313,7 @@ def cold_compile(name: str, mode: str = "build") -> None:
         from tilec.target import resolve_target
         from tilec.targets.nvptx import emit_ptx
 
-        jit_fn, kwargs = {"add": (add, {"N": N_ADD, "block_N": 1024, "threads": 256}),
+        jit_fn, kwargs = {"add": (add, {"N": N_ADD, "block": 1024, "threads": 256}),
                           "softmax": (softmax, {"M": SOFTMAX_M, "N": SOFTMAX_N, "block_M": 4, "threads": 128}),
                           "rmsnorm": (rms_norm, {"M": RMS_M, "N": RMS_N, "block_M": 1, "threads": 256})}[name]
         start = time.perf_counter()

@@ -14,6 +14,7 @@ def matmul(M, N, K, block_M=64, block_N=64, block_K=32, num_stages=2, threads=12
             A_s = T.alloc_shared((block_M, block_K), T.float16)
             B_s = T.alloc_shared((block_K, block_N), T.float16)
             C_f = T.alloc_fragment((block_M, block_N), T.float32)
+            T.use_swizzle(panel_size=10)  # blocks in panels of 10 rows: neighbours share A and B tiles in L2
             T.clear(C_f)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, ko * block_K], A_s)
