@@ -57,9 +57,8 @@ class View:
     layout: Layout | None = None
     swizzle: int = 0  # bytes of the XOR swizzle of a shared buffer (T.annotate_layout): 0, 32, 64, 128
     base: Index = 0  # flat element offset of the view in its memory (a stage of a multi-buffered tile)
-    chunk: int = 0  # >0: the last dim is stored in chunks of this many columns, each chunk after the
-    #                 other (a wgmma N-major operand); `strides` are those of one chunk
-    chunk_stride: int = 0  # elements from one chunk to the next
+    chunk: int = 0  # >0: the last dim is stored in chunks of this many columns, each chunk (all rows of
+    #                 the root, `dims[-2]`) after the other (a wgmma N-major operand); `strides` are one chunk's
 
     def window(self, offsets: list[Index], shape: tuple[int, ...], lowerer: Lowerer, in_bounds: bool) -> View:
         """The region at `offsets` of this view; `in_bounds`: tile-legalize-bounds proved that every
@@ -68,7 +67,7 @@ class View:
         return View(self.kind, self.mem, shape, self.element_type,
                     [lowerer.add(a, b) for a, b in zip(self.offsets, offsets)], self.strides, self.dims,
                     in_bounds if self.kind == "global" else self.in_bounds, self.layout, self.swizzle, self.base,
-                    self.chunk, self.chunk_stride)
+                    self.chunk)
 
 
 class SlotMap(dict):
@@ -252,7 +251,8 @@ class Lowerer:
         positions = [self.add(off, i) for off, i in zip(view.offsets, index)]
         if view.chunk and positions:
             col = positions[-1]
-            addr = self.add(self.mul(self.div(col, view.chunk), view.chunk_stride), self.rem(col, view.chunk))
+            chunk_elements = view.dims[-2] * view.chunk
+            addr = self.add(self.mul(self.div(col, view.chunk), chunk_elements), self.rem(col, view.chunk))
             positions = positions[:-1]
         for pos, stride in zip(positions, view.strides):
             addr = self.add(addr, self.mul(pos, stride))

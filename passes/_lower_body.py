@@ -20,7 +20,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from tilec.dialects import nvvm, tile
 
 from . import _lower_ops as ops
-from ._analysis import shared_swizzle
+from ._analysis import constant_value, shared_swizzle
 from ._layout import Layout
 from ._lower import INDEX, Lowerer, SlotMap, View, memref_type
 from .tile_infer_layout import layout_of
@@ -56,20 +56,13 @@ def lane_coef(value: SSAValue, iv: SSAValue) -> int | None:
         a, b = lane_coef(op.lhs, iv), lane_coef(op.rhs, iv)
         if a == 0 and b == 0:
             return 0
-        const = _const_of(op.rhs if a else op.lhs)
+        const = constant_value(op.rhs if a else op.lhs)
         return None if const is None or (a and b) else (a or b) * const
     if isinstance(op, arith.IndexCastOp):
         return lane_coef(op.input, iv)
     if _depends_on(value, iv):
         return None
     return 0
-
-
-def _const_of(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
 
 
 def _depends_on(value: SSAValue, iv: SSAValue, depth: int = 0) -> bool:
@@ -83,7 +76,7 @@ def _depends_on(value: SSAValue, iv: SSAValue, depth: int = 0) -> bool:
 
 def tile_mult(L: Lowerer, value: SSAValue, lane: SlotMap) -> int:
     """A number the lane's value of tile-level `value` is known to be a multiple of."""
-    c = _const_of(value)
+    c = constant_value(value)
     if c is not None:
         return abs(c)
     op = value.owner
@@ -143,13 +136,11 @@ def _alloc(L: Lowerer, op: tile.AllocOp) -> None:
         else:
             offset_bytes = offset.value.data
         mem = L.emit(memref.ViewOp(L.smem, L.const(offset_bytes), [], memref_type(typ.element_type, count, 3)))
-        chunk, chunk_stride = _chunk_of(op), 0
+        chunk = _chunk_of(op)
         if chunk:  # columns in chunks of `chunk`: rows of one chunk are `chunk` apart (wgmma N-major operands)
             strides[-2] = chunk
-            chunk_stride = typ.shape[-2] * chunk
         L.views[op.result] = View("shared", mem.results[0], typ.shape, typ.element_type, [0] * typ.rank,
-                                  strides, list(typ.shape), swizzle=_swizzle_of(op), chunk=chunk,
-                                  chunk_stride=chunk_stride)
+                                  strides, list(typ.shape), swizzle=shared_swizzle(op), chunk=chunk)
     elif typ.scope == "fragment":
         layout = layout_of(op)
         if layout is None:
@@ -170,18 +161,13 @@ def _chunk_of(alloc: tile.AllocOp) -> int:
     return chunk.value.data
 
 
-def _swizzle_of(alloc: tile.AllocOp) -> int:
-    """The swizzle of a shared buffer (T.annotate_layout's, or tile-select-mma's for tensor cores)."""
-    return shared_swizzle(alloc)
-
-
 def _region(L: Lowerer, op: tile.RegionOp) -> None:
     src = L.views[op.source]
     if src.kind == "fragment":
         raise L.error(op, "regions of fragments are not supported by the CUDA target yet",
                       hint="copy the whole fragment, or use a shared buffer")
     offsets = [L.val(o) for o in op.offsets]
-    offsets = [_const_of(o) if _const_of(t) is not None else o for o, t in zip(offsets, op.offsets)]
+    offsets = [constant_value(o) if constant_value(t) is not None else o for o, t in zip(offsets, op.offsets)]
     for t, o in zip(op.offsets, offsets):
         if isinstance(o, SSAValue) and o not in L.mults:
             L.mults[o] = tile_mult(L, t, SlotMap(L.vmap))
@@ -207,13 +193,12 @@ def _stage(L: Lowerer, op: tile.StageOp) -> None:
     if any(o != 0 for o in src.offsets):
         raise L.error(op, "tile.stage of a region is not supported")
     stage = L.val(op.index)
-    const = _const_of(op.index)
+    const = constant_value(op.index)
     stage = const if const is not None else stage
     size = math.prod(src.shape[1:])
     L.views[op.result] = View(src.kind, src.mem, tuple(src.shape[1:]), src.element_type, [0] * (len(src.shape) - 1),
                               src.strides[1:], list(src.shape[1:]), src.in_bounds, swizzle=src.swizzle,
-                              base=L.add(src.base, L.mul(stage, size)), chunk=src.chunk,
-                              chunk_stride=src.chunk_stride)
+                              base=L.add(src.base, L.mul(stage, size)), chunk=src.chunk)
 
 
 def _async_commit(L: Lowerer, op: tile.AsyncCommitOp) -> None:
@@ -324,7 +309,7 @@ def _unsupported(what: str):
 
 
 def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: int) -> int:
-    consts = [_const_of(i) for i in indices]
+    consts = [constant_value(i) for i in indices]
     if lanes is None or all(c is not None for c in consts):
         if any(c is None for c in consts) or any(m.kind == "t" for modes in view.layout.dims for m in modes):
             raise L.error(op, "a fragment element read outside T.Parallel must be a constant index of a "

@@ -16,8 +16,8 @@ from xdsl.dialects import arith, gpu, llvm, memref, scf
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    IntAttr,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     StringAttr,
     UnrealizedConversionCastOp,
@@ -575,8 +575,7 @@ def _lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> N
             regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
         return regs
 
-    pairs = b_ldm and rn % 2 == 0 and _ldmatrix_ok(b, 16) if not op.trans_b else \
-        b_ldm and rn % 2 == 0 and b.shape[0] % 16 == 0
+    pairs = b_ldm and rn % 2 == 0  # n-tiles jn, jn + 1 by one ldmatrix.x4
 
     def step(kk, acc: dict) -> dict:
         a_regs = [a_fragment(im, kk) for im in range(rm)]

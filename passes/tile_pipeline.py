@@ -50,6 +50,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilec.dialects import tile
 
+from ._analysis import constant_value
+
 __all__ = ["TilePipelinePass"]
 
 INDEX = IndexType()
@@ -72,13 +74,6 @@ def _top_level(op: Operation, body: Block) -> Operation:
 
 def _pure(op: Operation) -> bool:
     return isinstance(op, _PURE_TILE) or (op.dialect_name() == "arith" and not op.regions)
-
-
-def _const(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
 
 
 class _Builder:
@@ -205,7 +200,7 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
         buffers[c.alloc] = new.result
 
     lb, ub, step = loop.lb, loop.ub, loop.step
-    lb_c, step_c = _const(lb), _const(step)
+    lb_c, step_c = constant_value(lb), constant_value(step)
 
     # prologue: iterations 0 .. S-2 into stages 0 .. S-2, after a barrier: the stages may share
     # bytes with buffers read before the loop, and tile-insert-barriers leaves async writes alone

@@ -123,10 +123,8 @@ class TileSelectMmaPass(ModulePass):
 def _swizzle_operand(value) -> None:
     """A shared operand without a layout of its own gets the XOR swizzle of its row width (up to
     128 bytes), so that the 8 rows each ldmatrix reads fall into 8 different bank groups."""
-    alloc = value.owner
-    if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared" or "swizzle" in alloc.attributes:
-        return
-    if any(isinstance(use.operation, tile.AnnotateLayoutOp) for use in alloc.result.uses):
+    alloc = _plain_shared(value)
+    if alloc is None or "swizzle" in alloc.attributes:
         return
     typ = alloc.result.type
     row = typ.shape[-1] * ((typ.element_type.bitwidth + 7) // 8)

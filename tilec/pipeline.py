@@ -32,25 +32,20 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
     from tilec.passes.tile_select_mma import TileSelectMmaPass
 
+    configs = pass_configs or {}
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
-        *([TileSelectMmaPass(arch=target.arch, wgmma=bool((pass_configs or {}).get("tilec.enable_wgmma")))]
-          if _mma(target, pass_configs or {}) else []),  # tensor cores
-        *([TilePipelinePass()] if _async_copy(target) else []),  # T.Pipelined: multi-buffered cp.async stages
+        *([TileSelectMmaPass(arch=target.arch, wgmma=target.has_wgmma and bool(configs.get("tilec.enable_wgmma")))]
+          if _sm80_or_later(target) and configs.get("tilec.enable_mma", True) else []),  # tensor cores
+        *([TilePipelinePass()] if _sm80_or_later(target) else []),  # T.Pipelined: multi-buffered cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
     ]
 
 
-def _mma(target, pass_configs: dict) -> bool:
-    """Whether gemms may use mma.sync m16n8k16: sm_80 and later, unless `tilec.enable_mma` is False."""
-    arch = target.arch or ""
-    return bool(pass_configs.get("tilec.enable_mma", True)) and arch.startswith("sm_") and int(arch[3:5]) >= 80
-
-
-def _async_copy(target) -> bool:
-    """Whether the target has cp.async (sm_80 and later)."""
+def _sm80_or_later(target) -> bool:
+    """Whether the target has mma.sync m16n8k16 and cp.async (sm_80 and later)."""
     arch = target.arch or ""
     return arch.startswith("sm_") and int(arch[3:5]) >= 80
 
