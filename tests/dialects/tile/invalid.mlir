@@ -677,3 +677,56 @@ func.func @kernel_block_index_count() {
   }) : (index, index) -> ()
   func.return
 }
+
+// -----
+
+// tile.copy {async} (tile-pipeline's cp.async copies): global to shared, one element type.
+func.func @async_copy_converts(%A: !tile.tensor<64x32xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x32xf16, shared>
+    // expected-error@+1 {{tile.copy: an async copy goes from a global tensor to a shared buffer of the same element type}}
+    tile.copy %A, %s {async} : !tile.tensor<64x32xf32>, !tile.buffer<64x32xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.stage: a stage drops the leading dim of a shared buffer and nothing else.
+func.func @stage_wrong_shape() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<3x64x32xf16, shared>
+    %i = arith.constant 1 : index
+    // expected-error@+1 {{tile.stage: a stage of}}
+    %v = tile.stage %s[%i] : !tile.buffer<3x64x32xf16, shared> -> !tile.buffer<32x64xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.stage: only shared buffers are multi-buffered.
+func.func @stage_of_a_fragment() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<2x64x32xf32, fragment>
+    %i = arith.constant 1 : index
+    // expected-error@+1 {{tile.stage: stages are of shared buffers}}
+    %v = tile.stage %s[%i] : !tile.buffer<2x64x32xf32, fragment> -> !tile.buffer<64x32xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.async_wait: a count of groups.
+func.func @async_wait_negative() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.async_wait: pending must be >= 0}}
+    tile.async_wait {pending = -1 : i64}
+  }
+  func.return
+}

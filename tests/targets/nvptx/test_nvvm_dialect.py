@@ -35,6 +35,10 @@ def test_round_trip():
         ('"nvvm.cp.async.shared.global"(%g, %s) <{size = 16 : i32, modifier = #nvvm.load_cache_modifier<cg>}> : (!llvm.ptr<1>, !llvm.ptr<3>) -> ()', "dst must be"),
         ('%v = "nvvm.shfl.sync"(%m, %l, %m, %m) <{kind = #nvvm<shfl_kind idx>}> : (i32, i64, i32, i32) -> i64', "val must be i32 or f32"),
         ('%v = "nvvm.rcp.approx.ftz.f"(%m) : (i32) -> f32', "f32"),
+        ('%v = "nvvm.wgmma.mma_async"(%l, %l) <{shape = #nvvm.shape<m = 64, n = 12, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>}> : (i64, i64) -> !llvm.struct<(f32, f32, f32, f32, f32, f32)>', "m64nNk16 with N a multiple of 8"),
+        ('%v = "nvvm.wgmma.mma_async"(%l, %l) <{shape = #nvvm.shape<m = 64, n = 8, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<bf16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>}> : (i64, i64) -> !llvm.struct<(f32, f32, f32, f32)>', "A and B must both be f16 or both bf16"),
+        ('%v = "nvvm.wgmma.mma_async"(%l, %l) <{shape = #nvvm.shape<m = 64, n = 8, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>}> : (i64, i64) -> !llvm.struct<(f32, f32)>', "result must be"),
+        ('%v = "nvvm.wgmma.wait.group.sync.aligned"(%m) <{group = 0 : i64}> : (i32) -> i64', "the results are the values"),
         ('%v = "nvvm.ldmatrix"(%s) <{num = 4 : i32, layout = #nvvm.mma_layout<row>}> : (!llvm.ptr<3>) -> i32', "result must be"),
     ],
 )  # fmt: skip
