@@ -139,6 +139,12 @@ class Layout:
         return strip(self) == strip(other)
 
 
+def _largest_divisor(n: int, ok) -> int:
+    """The largest divisor d of n with ok(d) (1 at least): thread modes must multiply to exactly
+    the threads they cover, or the threads past their product would alias others unreplicated."""
+    return max(d for d in range(1, n + 1) if n % d == 0 and (d == 1 or ok(d)))
+
+
 def _coords(modes: tuple[Mode, ...], index: int) -> list[int]:
     coords = []
     for m in reversed(modes):
@@ -200,8 +206,9 @@ def default_layout(shape: tuple[int, ...], threads: int, vec: int) -> Layout:
     """
     while vec > 1 and shape[-1] % vec:
         vec //= 2
-    lane_threads = 1
-    while lane_threads * 2 <= min(32, threads) and (shape[-1] // vec) % (lane_threads * 2) == 0:
+    lane_threads = 1  # a power of two dividing the thread count (the modes must tile the threads)
+    while lane_threads * 2 <= min(32, threads) and (shape[-1] // vec) % (lane_threads * 2) == 0 and \
+            threads % (lane_threads * 2) == 0:
         lane_threads *= 2
     rest = threads // lane_threads
     dims: list[list[tuple[int, str]]] = [[] for _ in shape]
@@ -227,9 +234,7 @@ def _row_major_layout(shape: tuple[int, ...], threads: int, vec: int) -> Layout:
     numel = math.prod(shape)
     while vec > 1 and (numel % vec or shape[-1] % vec):
         vec //= 2
-    users = threads
-    while users > 1 and (numel // vec) % users:
-        users //= 2
+    users = _largest_divisor(threads, lambda u: (numel // vec) % u == 0)
     factors = [(vec, "s"), (users, "t")]
     dims = _split(shape, factors)
     if dims is None:  # shapes that do not factor: one thread per element chunk
@@ -250,11 +255,9 @@ def gemm_accumulator_layout(m: int, n: int, threads: int) -> Layout:
     while vec > 1 and n % vec:
         vec //= 2
     tn = 1
-    while tn * 2 <= min(threads, 16) and (n // vec) % (tn * 2) == 0:
+    while tn * 2 <= min(threads, 16) and (n // vec) % (tn * 2) == 0 and threads % (tn * 2) == 0:
         tn *= 2
-    tm = threads // tn
-    while tm > 1 and m % tm:
-        tm //= 2
+    tm = _largest_divisor(threads // tn, lambda t: m % t == 0)
     rep = threads // (tm * tn)
     col_slots = n // (tn * vec)
     dims = (

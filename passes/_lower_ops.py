@@ -124,6 +124,37 @@ def transfer(L: Lowerer, layout: Layout, shape, src: View | None, dst: View, val
         _write(L, dst, squeeze_map(shape, dst.shape, index), group, values, leader, layout)
 
 
+def transfer_staged(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> None:
+    """dst[i] = src[i] when the two may overlap (regions of one buffer): every thread reads all
+    its elements, a barrier, then every thread writes them, so no element is overwritten before
+    it is read (T.copy is synchronous in meaning)."""
+    leader = L.replica_leader(layout) if dst.kind != "fragment" else None
+    loaded = []
+    for group in slot_groups(layout):
+        index = L.layout_index(layout, group[0])
+        loaded.append((group, index, _read(L, src, squeeze_map(shape, src.shape, index), group, layout)))
+    barrier(L)
+    for group, index, values in loaded:
+        _write(L, dst, squeeze_map(shape, dst.shape, index), group, values, leader, layout)
+
+
+def may_overlap(src: View, dst: View) -> bool:
+    """Whether two views of memory may share an element: the same buffer, and windows that are
+    not disjoint along some dim by their constant offsets."""
+    if src.kind not in ("shared", "global") or src.mem is not dst.mem:
+        return False
+    if src.base != dst.base and isinstance(src.base, int) and isinstance(dst.base, int):
+        size = math.prod(src.shape)
+        if src.base + size <= dst.base or dst.base + math.prod(dst.shape) <= src.base:
+            return False
+    if not len(src.offsets) == len(dst.offsets) == len(src.shape) == len(dst.shape):
+        return True  # a region that dropped unit dims: its extent per root dim is not at hand
+    for a, b, na, nb in zip(src.offsets, dst.offsets, src.shape, dst.shape):
+        if isinstance(a, int) and isinstance(b, int) and (a + na <= b or b + nb <= a):
+            return False
+    return True
+
+
 def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> None:
     """dst[i] = src[i] with `cp.async` (global to shared, 4/8/16 bytes a thread, zero-filled past
     the tensor's end); groups that are not such vectors are copied by plain loads and stores,
@@ -197,6 +228,8 @@ def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
         transfer(L, dst.layout, dst.shape, src, dst)
     elif src.kind == "fragment":
         transfer(L, src.layout, src.shape, src, dst)
+    elif may_overlap(src, dst):
+        transfer_staged(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
     elif src.kind == "local" or dst.kind == "local":
         transfer(L, Layout(tuple((tile_mode(n),) for n in dst.shape), ()), dst.shape, src, dst)
     else:
@@ -238,9 +271,21 @@ def _combine(L: Lowerer, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
     return L.emit(op(a, b)).results[0]
 
 
-def _shuffle_xor(L: Lowerer, value: SSAValue, offset: int) -> SSAValue:
+def _warp_mask(L: Lowerer) -> SSAValue:
+    """The member mask of the calling thread's warp: every lane, except in a last warp that the
+    block's thread count leaves partial (e.g. 100 threads: lanes 0-3 of warp 3)."""
+    full = L.const(-1, i32)
+    tail = L.threads % 32
+    if tail == 0:
+        return full
+    warp = L.div(L.thread_id(), 32)
+    is_last = L.emit(arith.CmpiOp(L.ssa(warp), L.const(L.threads // 32), "eq")).results[0]
+    return L.emit(arith.SelectOp(is_last, L.const((1 << tail) - 1, i32), full)).results[0]
+
+
+def _shuffle_xor(L: Lowerer, value: SSAValue, offset: int, mask: SSAValue) -> SSAValue:
     op = nvvm.ShflSyncOp.create(
-        operands=[L.const(-1, i32), value, L.const(offset, i32), L.const(31, i32)],
+        operands=[mask, value, L.const(offset, i32), L.const(31, i32)],
         result_types=[value.type], properties={"kind": nvvm.ShflKindAttr(nvvm.ShflKind.BFLY)})
     return L.emit(op).results[0]
 
@@ -303,19 +348,20 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
                     if c is not None)
         x = _abs(L, kind, L.convert(L.frag_load(src, s), acc_type))
         partial[dslot] = x if dslot not in partial else _combine(L, kind, partial[dslot], x)
-    # 2. threads that shared a row combine: butterflies inside a warp, shared memory across warps
+    # 2. threads that shared a row combine: butterflies inside a warp, shared memory for the rest
     in_warp, across = [], []
     for m in (m for m in ls.dims[dim] if m.kind == "t"):
-        inside = max(1, min(m.size, 32 // m.stride)) if m.stride < 32 else 1
+        inside = _butterfly_size(m)
         if inside > 1:
             in_warp.append(Mode(inside, "t", m.stride))
         if m.size // inside > 1:
             across.append(Mode(m.size // inside, "t", m.stride * inside))
+    mask = _warp_mask(L) if in_warp else None
     for m in in_warp:
         offset = m.stride
         while offset < m.stride * m.size:
             for d, v in partial.items():
-                partial[d] = _combine(L, kind, v, _shuffle_xor(L, v, offset))
+                partial[d] = _combine(L, kind, v, _shuffle_xor(L, v, offset, mask))
             offset *= 2
     if across:
         groups = math.prod(m.size for m in across)
@@ -324,7 +370,7 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
         for m in across:
             group = L.add(L.mul(group, m.size), L.coord(m))
         leader = None
-        for m in in_warp:
+        for m in (*in_warp, *ls.rep):  # one writer per value: replicas hold the same partials
             c = L.coord(m)
             if not isinstance(c, int):
                 eq = L.emit(arith.CmpiOp(c, L.const(0), "eq")).results[0]
@@ -345,6 +391,19 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
         if not op.clear.value.data:
             v = _combine(L, kind, L.convert(L.frag_load(dst, d), acc_type), v)
         L.frag_store(dst, d, v)
+
+
+def _butterfly_size(m: Mode) -> int:
+    """How much of thread mode `m` an xor butterfly inside one warp can combine: the largest power
+    of two p dividing its size with stride * p <= 32. `lane ^ (stride * 2^k)` changes only the
+    mode's coordinate when the stride and p are powers of two (the thread id is mixed-radix);
+    the rest of the mode (m.size / p threads, e.g. all of a mode of 3) goes through shared memory."""
+    if m.stride & (m.stride - 1):
+        return 1
+    p = 1
+    while m.size % (2 * p) == 0 and m.stride * 2 * p <= 32:
+        p *= 2
+    return p
 
 
 def _flat_dst(L: Lowerer, layout: Layout, slot: int, shape) -> object:

@@ -378,3 +378,88 @@ SWIZZLE_CASES = [
          _gemm_ref(False), tol=1e-3)
     for s in (32, 64, 128)
 ]
+
+
+# --------------------------------------------------------------------------- #
+# Regressions: thread counts that are not powers of two, overlapping copies
+# --------------------------------------------------------------------------- #
+
+
+def reduce_odd_threads(threads: int, shape: tuple, dim: int, kind: str, scope: str = "fragment"):
+    """One block of `threads` reducing an `shape` tile along `dim` (issue 7: the cross-warp
+    combine was wrong for thread modes of sizes that are not powers of two, e.g. 3 x 8 lanes)."""
+    reduce = {"sum": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min, "abssum": T.reduce_abssum,
+              "absmax": T.reduce_absmax}[kind]
+    out = (shape[1 - dim],)
+
+    @T.prim_func
+    def main(X: T.Tensor(shape, T.float32), Y: T.Tensor(out, T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            x = T.alloc_fragment(shape, T.float32) if scope == "fragment" else T.alloc_shared(shape, T.float32)
+            y = T.alloc_fragment(out, T.float32)
+            T.copy(X, x)
+            reduce(x, y, dim=dim)
+            T.copy(y, Y)
+
+    return main
+
+
+_REDUCE_REF = {"sum": lambda x, d: x.sum(d), "max": lambda x, d: x.amax(d), "min": lambda x, d: x.amin(d),
+               "abssum": lambda x, d: x.abs().sum(d), "absmax": lambda x, d: x.abs().amax(d)}
+_ODD_REDUCTIONS = [(96, (1, 96), 1, "sum"), (96, (1, 96), 1, "max"), (192, (1, 192), 1, "min"),
+                   (100, (1, 100), 1, "abssum"), (96, (4, 96), 1, "absmax"), (192, (16, 48), 0, "sum"),
+                   (160, (96, 8), 0, "max"), (224, (7, 33), 1, "sum"), (100, (4, 96), 1, "sum")]
+CASES += [
+    Case(f"reduce_{kind}_{threads}t_{shape[0]}x{shape[1]}_dim{dim}", reduce_odd_threads(threads, shape, dim, kind),
+         [1], lambda d, shape=shape: [torch.randn(*shape, device=d)],
+         lambda x, kind=kind, dim=dim: _REDUCE_REF[kind](x, dim), tol=1e-4)
+    for threads, shape, dim, kind in _ODD_REDUCTIONS
+]
+
+
+def overlapping_shared_copies(threads: int):
+    """T.copy between overlapping regions of one shared tile, both directions (issue 7: each
+    thread wrote before others had read, changing 192 of 256 elements)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((8, 32), T.float32), Y: T.Tensor((8, 32), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            s = T.alloc_shared((8, 32), T.float32)
+            T.copy(X, s)
+            T.copy(s[0:7, :], s[1:8, :])
+            T.copy(s[2:8, 0:31], s[0:6, 1:32])
+            T.copy(s, Y)
+
+    return main
+
+
+def _overlap_ref(x):
+    ref = x.clone()
+    ref[1:8] = ref[0:7].clone()
+    ref[0:6, 1:32] = ref[2:8, 0:31].clone()
+    return ref
+
+
+def overlapping_global_copy():
+    """T.copy between overlapping regions of one global tensor inside one block."""
+
+    @T.prim_func
+    def main(X: T.Tensor((8, 32), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            T.copy(X[0:7, :], X[1:8, :])
+
+    return main
+
+
+def _shift_rows(x):
+    ref = x.clone()
+    ref[1:8] = x[0:7]
+    return ref
+
+
+CASES += [
+    *[Case(f"copy_overlap_shared_{t}t", overlapping_shared_copies(t), [1], lambda d: [torch.randn(8, 32, device=d)],
+           _overlap_ref, tol=1e-9) for t in (96, 128)],
+    Case("copy_overlap_global", overlapping_global_copy(), None, lambda d: [torch.randn(8, 32, device=d)],
+         _shift_rows, check=0, tol=1e-9),
+]

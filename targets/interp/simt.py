@@ -235,15 +235,26 @@ def _shuffle(op, c):
     kind = op.kind.data.value
     if kind != "bfly":
         raise error_at(op, f"nvvm.shfl.sync {kind} is not supported by the simulator")
-    val, offset, r = op.val, op.offset, op.res
+    val, offset, mask, r = op.val, op.offset, op.thread_mask, op.res
 
     def run(st):
         v = st.env[val]
+        lanes = st.lanes[0]
+        partner = lanes ^ int(st.env[offset])
+        members = np.broadcast_to(np.asarray(st.env[mask]).astype(np.int64) & 0xFFFFFFFF, lanes.shape)
+        lane_bit = lambda t: (members >> (t % 32)) & 1  # noqa: E731
+        inside = np.minimum(partner, lanes.shape[0] - 1)
+        active = np.ones(lanes.shape, bool) if st.mask is None else np.broadcast_to(st.mask, lanes.shape)
+        bad = active & ((lane_bit(lanes) == 0) | (partner >= lanes.shape[0]) | (lane_bit(inside) == 0) |
+                        ~active[inside])
+        if bad.any():
+            t = int(np.flatnonzero(bad)[0])
+            raise error_at(op, f"nvvm.shfl.sync: thread {t} reads lane {int(partner[t]) % 32} of its warp, which "
+                               f"is not in the member mask {int(members[t]):#x} or does not exist")
         if not isinstance(v, np.ndarray):
             st.env[r] = v
             return
-        partner = st.lanes[0] ^ int(st.env[offset])
-        st.env[r] = v[np.minimum(partner, v.shape[0] - 1)]
+        st.env[r] = v[inside]
 
     return run
 
