@@ -2,7 +2,8 @@
 
     CudaBackend(program, target, pass_configs)
       │ key = sha256(tile IR, calling convention, target, pass configs, ptxas, versions)
-      │ cache hit → LaunchSpec, PTX, cubin, stage IRs from TILEC_CACHE_DIR (no lowering)
+      │ cache hit → LaunchSpec, PTX, cubin, stage IRs from TILEC_CACHE_DIR (no lowering), taken only
+      │             if every field checks out and the entry is this program's (`_read_entry`), else a miss
       │ miss:  tilec.pipeline.lower_to_thread → (thread module, LaunchSpec, stage IRs)
       │        targets.nvptx.emit_llvm_ir → compile_llvm_ir (= emit_ptx, keeping the LLVM text)
       │        targets.nvptx.assemble (ptxas -v) when ptxas is found, else the driver JITs the PTX
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import time
 from dataclasses import asdict
@@ -37,7 +39,7 @@ def _current_stream(torch, device) -> int:
 
 
 class CacheMissError(TilecError):
-    """A backend built from a memo's `build_key` (no tile IR in memory) found no cache entry."""
+    """A backend built from a memo's `build_key` (no tile IR in memory) found no usable cache entry."""
 
 
 def spec_to_json(spec) -> str:
@@ -62,6 +64,81 @@ def _report_from_json(data):
     from tilec.targets.nvptx import KernelResources, PtxasReport
 
     return PtxasReport(data["arch"], {n: KernelResources(**k) for n, k in data["kernels"].items()}, data["log"])
+
+
+_RESOURCE_FIELDS = ("name", "registers", "stack_frame_bytes", "spill_store_bytes", "spill_load_bytes",
+                    "shared_bytes", "barriers")  # targets.nvptx.KernelResources' fields (not imported: LLVM)
+
+
+def _is_int(value, low: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _grid_ok(grid) -> bool:
+    """A GridExpr read from the cache: known ops, each reading only earlier values."""
+    if not (isinstance(grid.program, list) and isinstance(grid.outputs, list) and len(grid.outputs) <= 3
+            and all(_is_int(i) and i < len(grid.program) for i in grid.outputs)):
+        return False
+    for i, step in enumerate(grid.program):
+        if not (isinstance(step, list) and step and isinstance(step[0], str)):
+            return False
+        op, args = step[0], step[1:]
+        if op == "const":
+            ok = len(args) == 1 and _is_int(args[0], -(1 << 62))
+        elif op == "size":
+            ok = len(args) == 1 and isinstance(args[0], str)
+        else:
+            arity = 1 if op == "copy" else 2 if op in grid._BINARY else -1
+            ok = len(args) == arity and all(_is_int(a) and a < i for a in args)
+        if not ok:
+            return False
+    return True
+
+
+def _spec_ok(spec, n_params: int) -> bool:
+    """A LaunchSpec read from the cache has the types and ranges a launch relies on."""
+    if not (isinstance(spec.kernel_name, str) and len(spec.block) == 3 and all(_is_int(b, 1) for b in spec.block)
+            and _is_int(spec.smem_bytes) and isinstance(spec.args, list) and _grid_ok(spec.grid)):
+        return False
+    return all(len(a) == 2 and ((a[0] == "tensor" and _is_int(a[1]) and a[1] < n_params)
+                                or (a[0] == "size" and isinstance(a[1], str))) for a in spec.args)
+
+
+def _report_ok(report) -> bool:
+    if report is None:
+        return True
+    if not (isinstance(report, dict) and isinstance(report.get("arch"), str) and isinstance(report.get("log"), str)
+            and isinstance(report.get("kernels"), dict)):
+        return False
+    for resources in report["kernels"].values():
+        if not (isinstance(resources, dict) and set(resources) <= set(_RESOURCE_FIELDS)
+                and isinstance(resources.get("name"), str)
+                and all(_is_int(v) for k, v in resources.items() if k != "name")):
+            return False
+    return True
+
+
+def _read_entry(entry: dict, program, arch: str):
+    """(spec, ptx, cubin, ir, report) from a build cache entry, or None if any field is missing or
+    of the wrong type, the build is another program's or another arch's, the PTX lacks the entry
+    function or the cubin is not an ELF image: a miss, rebuilt; nothing damaged reaches the driver.
+    (`cache.get` has already checked every byte against the hashes it stored.)"""
+    try:
+        if entry.get("program") != cache.program_fingerprint(program) or entry.get("arch") != arch:
+            return None
+        spec = spec_from_json(entry["launch"])
+        ptx, cubin, ir, report = entry["ptx"], entry.get("cubin"), entry["ir"], entry.get("report")
+        if not (_spec_ok(spec, len(program.params)) and spec.kernel_name == entry.get("kernel_name")
+                and isinstance(ptx, bytes) and (cubin is None or (isinstance(cubin, bytes) and cubin[:4] == b"\x7fELF"))
+                and isinstance(ir, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in ir.items())
+                and _report_ok(report)):
+            return None
+        ptx = ptx.decode()
+        if not re.search(rf"\.entry\s+{re.escape(spec.kernel_name)}\b", ptx):
+            return None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError):
+        return None  # ValueError: bad JSON or UTF-8
+    return spec, ptx, cubin, ir, report
 
 
 def _ptxas_marker() -> str:
@@ -132,7 +209,8 @@ class CudaBackend:
         if entry is not None and self._restore(entry):
             self.from_cache = True
         elif self.program.module is None:
-            raise CacheMissError(f"kernel {self.program.name}: no cached build {self.build_key[:12]}",
+            raise CacheMissError(f"kernel {self.program.name}: no usable cached build {self.build_key[:12]} "
+                                 "(missing, damaged, or another program's)",
                                  hint="build the program with the frontend (the memo's entry is stale)")
         else:
             self._compile()
@@ -198,21 +276,18 @@ class CudaBackend:
     def _entry(self) -> dict:
         report = self._report if isinstance(self._report, dict) else _report_to_json(self._report)
         entry = {"kernel_name": self.spec.kernel_name, "launch": spec_to_json(self.spec), "ir": self.ir,
-                 "report": report, "arch": self.arch, "ptx": self.ptx.encode()}
+                 "report": report, "arch": self.arch, "program": cache.program_fingerprint(self.program),
+                 "ptx": self.ptx.encode()}
         if self.cubin is not None:
             entry["cubin"] = self.cubin
         return entry
 
     def _restore(self, entry: dict) -> bool:
-        try:
-            self.spec = spec_from_json(entry["launch"])
-            self.ptx = entry["ptx"].decode()
-            self.cubin = entry.get("cubin")
-            self.ir = {str(k): str(v) for k, v in entry["ir"].items()}
-            self._report = entry.get("report")
-        except Exception:  # noqa: BLE001 - any unreadable entry is a miss, rebuilt and rewritten
-            self.spec, self.ptx, self.cubin, self.ir, self._report = None, "", None, {}, None
+        """Takes a cached build (see `_read_entry`); False, changing nothing, if it is not usable."""
+        restored = _read_entry(entry, self.program, self.arch)
+        if restored is None:
             return False
+        self.spec, self.ptx, self.cubin, self.ir, self._report = restored
         return True
 
     def _dump(self, folder: str) -> None:

@@ -1,4 +1,7 @@
-"""tilec.cache: content-addressed entries, atomic writes, the disable flag, corruption, the memo."""
+"""tilec.cache: content-addressed entries, atomic whole-entry installs, the disable flag, the memo;
+and integrity: every kind of damaged entry (blobs, meta.json, schema, files and folders) is a
+miss that the next put replaces, also on the real build path (CudaBackend through tilec.jit's
+memo, PTX and a cubin from ptxas, the loader replaced), where nothing damaged reaches the driver."""
 
 import hashlib
 import json
@@ -11,9 +14,8 @@ import time
 
 import pytest
 
-from tilec import config
-
-from tilec import cache
+from tilec import cache, config
+import tilec.language as T
 
 
 @pytest.fixture(autouse=True)
@@ -362,3 +364,292 @@ def test_memo_roundtrip_of_program():
     assert back.module is None
     assert (back.name, back.returns, back.loc) == (program.name, program.returns, program.loc)
     assert back.params == program.params
+
+
+# ---- the real build path: CudaBackend (PTX, and a cubin from ptxas) through tilec.jit's memo ----
+
+
+def add_fn(A, B, block: int = 128):
+    N = T.dynamic("N")
+    A: T.Tensor((N,), T.float16)
+    B: T.Tensor((N,), T.float16)
+    C = T.empty((N,), T.float16)
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        for i in T.Parallel(block):
+            C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+    return C
+
+
+def mul_fn(A, B, block: int = 128):
+    N = T.dynamic("N")
+    A: T.Tensor((N,), T.float16)
+    B: T.Tensor((N,), T.float16)
+    C = T.empty((N,), T.float16)
+    with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+        for i in T.Parallel(block):
+            C[bx * block + i] = A[bx * block + i] * B[bx * block + i]
+    return C
+
+
+def test_memo_entry_records_the_fingerprint():
+    import tilec
+
+    program = tilec.jit(target="sm_90a")(add_fn).build_program()
+    mk = cache.key("memo", "fingerprint")
+    assert cache.memo_put(mk, program, "e" * 64)
+    hit = cache.memo_get(mk)
+    assert hit["fingerprint"] == cache.program_fingerprint(program)
+    assert cache.program_fingerprint(cache.program_from_json(hit["program"])) == hit["fingerprint"]
+
+
+MEMO_DAMAGE = {  # memo entries with valid hashes that memo_get must still refuse
+    "build_key_not_a_key": lambda e: e.update(build_key="../x"),
+    "build_key_missing": lambda e: e.pop("build_key"),
+    "fingerprint_of_another_program": lambda e: e.update(fingerprint="0" * 64),
+    "program_missing": lambda e: e.pop("program"),
+    "program_without_params": lambda e: e["program"].pop("params"),
+    "param_unknown_dtype": lambda e: e["program"]["params"][0].update(dtype="float7"),
+    "param_shape_a_string": lambda e: e["program"]["params"][0].update(shape="N"),
+    "size_symbol_an_int": lambda e: e["program"]["params"][0]["shape"][0].update(symbol=3),
+    "returns_out_of_range": lambda e: e["program"].update(returns=[9]),
+    "returns_a_bool": lambda e: e["program"].update(returns=[True]),
+    "loc_too_short": lambda e: e["program"].update(loc=["f.py", 1]),
+    "name_a_list": lambda e: e["program"].update(name=["add"]),
+}
+
+
+@pytest.mark.parametrize("how", sorted(MEMO_DAMAGE))
+def test_malformed_memo_is_a_miss(how):
+    import tilec
+
+    program = tilec.jit(target="sm_90a")(add_fn).build_program()
+    mk = cache.key("memo", how)
+    assert cache.memo_put(mk, program, "e" * 64)
+    entry = cache.get(mk)
+    MEMO_DAMAGE[how](entry)
+    assert cache.put(mk, entry)
+    assert cache.memo_get(mk) is None
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    """How often the frontend and the lowering ran (both real, only counted)."""
+    import tilec.frontend
+    import tilec.pipeline
+
+    counts = {"frontend": 0, "lower": 0}
+
+    def counted(name, real):
+        def run(*args, **kwargs):
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(tilec.frontend, "build_eager", counted("frontend", tilec.frontend.build_eager))
+    monkeypatch.setattr(tilec.pipeline, "lower_to_thread", counted("lower", tilec.pipeline.lower_to_thread))
+    return counts
+
+
+def compile_kernel(fn=add_fn):
+    """A fresh `@tilec.jit` (no in-process kernel table): what a new process's first call does."""
+    import tilec
+
+    return tilec.jit(target="sm_90a")(fn).compile()._backend
+
+
+def memo_entries(cache_dir):
+    found = {}
+    for meta in cache_dir.glob("*/*/meta.json"):
+        entry = cache.get(meta.parent.name)
+        if entry is not None and "build_key" in entry:
+            found[meta.parent.name] = entry
+    return found
+
+
+def driver_image(backend, monkeypatch):
+    """What `_loaded` would hand to the CUDA driver (the loader is replaced; no GPU needed)."""
+    from tilec.targets import cuda_runtime
+
+    seen = []
+    monkeypatch.setattr(cuda_runtime, "load", lambda image, name, **kw: seen.append((image, name)) or object())
+    backend._kernels.clear()
+    backend._loaded(0)
+    return seen
+
+
+def test_real_build_is_a_hit_through_the_memo(cache_dir, counts):
+    first = compile_kernel()
+    again = compile_kernel()
+    assert not first.from_cache and again.from_cache
+    assert counts == {"frontend": 1, "lower": 1}  # the second build skipped the frontend too
+    assert again.program.module is None and again.ptx == first.ptx and again.cubin == first.cubin
+    memos = memo_entries(cache_dir)
+    assert [m["build_key"] for m in memos.values()] == [first.build_key]
+
+
+def _rewrite(field_change):
+    def change(folder, k):
+        entry = cache.get(k)
+        before = dict(entry)
+        field_change(entry)
+        assert entry != before, "the damage must change the entry"
+        assert cache.put(k, entry)  # valid hashes: only the backend's checks can refuse it
+    return change
+
+
+def _file(name, edit):
+    def change(folder, k):
+        path = folder / name
+        data = path.read_bytes()
+        assert edit(data) != data, "the damage must change the file"
+        path.write_bytes(edit(data))
+    return change
+
+
+def _flip(data: bytes) -> bytes:
+    data = bytearray(data)
+    data[len(data) // 2] ^= 0x40
+    return bytes(data)
+
+
+def _launch(change):
+    def edit(entry):
+        launch = json.loads(entry["launch"])
+        change(launch)
+        entry["launch"] = json.dumps(launch)
+    return edit
+
+
+BUILD_DAMAGE = {
+    # damage that cache.get's hashes catch
+    "cubin_flipped_byte": _file("cubin.bin", _flip),
+    "cubin_truncated": _file("cubin.bin", lambda d: d[:100]),
+    "ptx_truncated": _file("ptx.bin", lambda d: d[: len(d) // 2]),
+    "meta_garbage": _file("meta.json", lambda d: b"\x00garbage"),
+    "meta_flipped_byte": _file("meta.json", lambda d: d.replace(b'\\"block\\": [128', b'\\"block\\": [129')),
+    "cubin_missing": lambda folder, k: (folder / "cubin.bin").unlink(),
+    "entry_is_a_file": lambda folder, k: (shutil.rmtree(folder), folder.write_bytes(b"x")),
+    # intact bytes, wrong content: the backend's own checks
+    "cubin_not_elf": _rewrite(lambda e: e.update(cubin=b"MZ" + e["cubin"][2:])),
+    "cubin_wrong_type": _rewrite(lambda e: e.update(cubin="text")),
+    "ptx_wrong_type": _rewrite(lambda e: e.update(ptx=e["ptx"].decode())),
+    "ptx_not_utf8": _rewrite(lambda e: e.update(ptx=b"\xff" + e["ptx"])),
+    "ptx_without_the_entry": _rewrite(lambda e: e.update(ptx=e["ptx"].replace(b".entry", b".func"))),
+    "launch_missing": _rewrite(lambda e: e.pop("launch")),
+    "launch_not_json": _rewrite(lambda e: e.update(launch="{")),
+    "launch_block_strings": _rewrite(_launch(lambda s: s.update(block=["128", 1, 1]))),
+    "launch_block_zero": _rewrite(_launch(lambda s: s.update(block=[0, 1, 1]))),
+    "launch_smem_negative": _rewrite(_launch(lambda s: s.update(smem_bytes=-4))),
+    "launch_tensor_out_of_range": _rewrite(_launch(lambda s: s.update(args=[["tensor", 7]]))),
+    "launch_grid_unknown_op": _rewrite(_launch(lambda s: s.update(
+        grid=json.dumps({"program": [["const", 1], ["const", 2], ["os.system", 0, 1]], "outputs": [2]})))),
+    "launch_grid_forward_reference": _rewrite(_launch(lambda s: s.update(
+        grid=json.dumps({"program": [["copy", 0]], "outputs": [0]})))),
+    "kernel_name_differs": _rewrite(lambda e: e.update(kernel_name="other")),
+    "ir_wrong_type": _rewrite(lambda e: e.update(ir=["tile"])),
+    "report_malformed": _rewrite(lambda e: e.update(report={"arch": "sm_90a", "log": "", "kernels": {"k": {"registers": "many"}}})),
+    "report_unknown_field": _rewrite(lambda e: e.update(report={"arch": "sm_90a", "log": "", "kernels": {"k": {"name": "k", "regs": 1}}})),
+    "another_programs_build": _rewrite(lambda e: e.update(program="0" * 64)),
+    "another_archs_build": _rewrite(lambda e: e.update(arch="sm_80")),
+}
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("how", list(BUILD_DAMAGE))
+def test_damaged_build_is_rebuilt_replaced_and_never_reaches_the_driver(cache_dir, counts, monkeypatch, how):
+    good = compile_kernel()
+    assert good.cubin[:4] == b"\x7fELF"
+    folder = cache_dir / good.build_key[:2] / good.build_key
+    BUILD_DAMAGE[how](folder, good.build_key)
+    rebuilt = compile_kernel()  # the memo's build is unusable: frontend, lowering, ptxas again
+    assert not rebuilt.from_cache and counts == {"frontend": 2, "lower": 2}
+    assert (rebuilt.cubin, rebuilt.ptx, rebuilt.spec) == (good.cubin, good.ptx, good.spec)
+    assert driver_image(rebuilt, monkeypatch) == [(good.cubin, good.spec.kernel_name)]
+    hit = compile_kernel()  # replaced: the next run is a hit again, through the memo
+    assert hit.from_cache and counts == {"frontend": 2, "lower": 2}
+    assert driver_image(hit, monkeypatch) == [(good.cubin, good.spec.kernel_name)]
+
+
+def test_memo_pointing_at_a_missing_build(cache_dir, counts):
+    good = compile_kernel()
+    shutil.rmtree(cache_dir / good.build_key[:2] / good.build_key)
+    again = compile_kernel()
+    assert not again.from_cache and counts["lower"] == 2 and again.cubin == good.cubin
+    assert compile_kernel().from_cache and counts == {"frontend": 2, "lower": 2}
+
+
+def test_memo_pointing_at_another_programs_build(cache_dir, counts, monkeypatch):
+    add, mul = compile_kernel(add_fn), compile_kernel(mul_fn)
+    assert add.build_key != mul.build_key
+    (mk, memo), = [(k, m) for k, m in memo_entries(cache_dir).items() if m["build_key"] == add.build_key]
+    memo["build_key"] = mul.build_key  # an intact memo whose build is mul's, not add's
+    assert cache.put(mk, memo)
+    again = compile_kernel(add_fn)
+    assert again.from_cache and counts["frontend"] == 3  # slow path; add's own build is still there
+    assert again.build_key == add.build_key and again.ptx == add.ptx != mul.ptx
+    assert memo_entries(cache_dir)[mk]["build_key"] == add.build_key  # the memo is rewritten
+    assert compile_kernel(add_fn).from_cache and counts["frontend"] == 3
+
+
+@pytest.mark.parametrize("how", ["meta_garbage", "program_malformed"])
+def test_damaged_memo_takes_the_slow_path_and_is_rewritten(cache_dir, counts, how):
+    good = compile_kernel()
+    (mk, memo), = memo_entries(cache_dir).items()
+    folder = cache_dir / mk[:2] / mk
+    if how == "meta_garbage":
+        (folder / "meta.json").write_bytes(b"[")
+    else:
+        memo["program"]["params"] = "A, B"
+        assert cache.put(mk, memo)
+    again = compile_kernel()
+    assert again.from_cache and counts == {"frontend": 2, "lower": 1} and again.cubin == good.cubin
+    assert memo_entries(cache_dir)[mk]["build_key"] == good.build_key
+    assert compile_kernel().from_cache and counts["frontend"] == 2
+
+
+def test_report_fields_match_ptxas_kernel_resources():
+    import dataclasses
+
+    from tilec.targets import cuda_backend
+    from tilec.targets.nvptx import KernelResources
+
+    assert cuda_backend._RESOURCE_FIELDS == tuple(f.name for f in dataclasses.fields(KernelResources))
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found")
+def test_a_flipped_cubin_byte_costs_one_rebuild_across_processes(tmp_path, cache_dir):
+    """New processes: the damaged entry is rebuilt once, then every later run hits."""
+    (tmp_path / "kmod.py").write_text(textwrap.dedent('''
+        import tilec, tilec.language as T
+
+        @tilec.jit(target="sm_90a")
+        def add(A, B, block: int = 128):
+            N = T.dynamic("N")
+            A: T.Tensor((N,), T.float16)
+            B: T.Tensor((N,), T.float16)
+            C = T.empty((N,), T.float16)
+            with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+                for i in T.Parallel(block):
+                    C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+            return C
+    '''))
+    script = textwrap.dedent(f"""
+        import hashlib, sys; sys.path.insert(0, {str(tmp_path)!r})
+        import kmod
+        b = kmod.add.compile()._backend
+        print(b.from_cache, b.build_key, hashlib.sha256(b.cubin).hexdigest())
+    """)
+    env = {**os.environ, "TILEC_CACHE_DIR": str(cache_dir)}
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        hit, build_key, digest = out.stdout.split()
+        return hit == "True", build_key, digest
+
+    first = run()
+    cubin = cache_dir / first[1][:2] / first[1] / "cubin.bin"
+    cubin.write_bytes(_flip(cubin.read_bytes()))
+    assert run() == (False, first[1], first[2])  # rebuilt, the same cubin as the first build
+    assert run() == (True, first[1], first[2])
+    assert hashlib.sha256(cubin.read_bytes()).hexdigest() == first[2]
