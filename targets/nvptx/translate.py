@@ -15,7 +15,9 @@ IR conventions (what the tile → thread lowering must produce):
   static shapes or 1-D dynamic `memref<?xT>`. Memory space: absent or 1 → addrspace(1)
   (global), 3 → addrspace(3) (shared), `#gpu.address_space<…>` likewise; `memref.alloca`
   gives a generic (addrspace 0) pointer that LLVM promotes to registers when indexed with
-  constants. Kernel memref arguments are `noalias align 16`: buffers must not overlap.
+  constants. Kernel memref arguments are `noalias align 16`: buffers must not overlap. A
+  kernel `!llvm.ptr` argument with `{llvm.byval = T, nvvm.grid_constant}` is passed by value
+  in the parameter space and read in place (TMA tensor maps: `!llvm.array<128 x i8>`).
 - Shared memory is a `memref.global` in space 3: with `initial_value` (`uninitialized`) it
   is a static `addrspace(3)` global (alignment attribute, default 16). A shared global of
   size 0 (`memref<0xi8, 3>`) is the dynamic shared memory: an `external` `[0 x i8]` global
@@ -193,6 +195,19 @@ class TypeConverter:
 # -------------------------------------------------------------------------- functions
 
 
+class _GridConstantAttributes(ir.values.ArgumentAttributes):
+    """`byval(<type>) align 64 "nvvm.grid_constant"`: a by-value kernel parameter read in place
+    (a TMA tensor map: without grid_constant LLVM copies it into local memory, which TMA cannot
+    read, HOPPER_KERNELS.md §2.2). llvmlite's attribute set knows neither spelling."""
+
+    def __init__(self, byval: ir.Type):
+        super().__init__()
+        self.byval = byval
+
+    def _to_list(self, typ):
+        return [f"byval({self.byval})", "align 64", '"nvvm.grid_constant"']
+
+
 class FunctionTranslator:
     """Translates one function body; `values` maps SSA values to LLVM values."""
 
@@ -347,10 +362,15 @@ class ModuleTranslator:
             and op.body.blocks
         ):
             fn.linkage = "internal"
-        for arg, ty in zip(fn.args, fnty.inputs):
+        arg_attrs = op.arg_attrs.data if op.arg_attrs is not None else [None] * len(fn.args)
+        for arg, ty, attrs in zip(fn.args, fnty.inputs, arg_attrs):
             if isinstance(ty, MemRefType) and is_kernel:
                 arg.add_attribute("noalias")
                 arg.attributes.align = 16
+            if attrs is not None and "nvvm.grid_constant" in attrs.data:
+                if not is_kernel or "llvm.byval" not in attrs.data:
+                    raise error(op, "nvvm.grid_constant needs a kernel argument with llvm.byval = <type>")
+                arg.attributes = _GridConstantAttributes(self.types(attrs.data["llvm.byval"]))
         return fn
 
     def _annotate(self, op: func.FuncOp, fn: ir.Function) -> None:

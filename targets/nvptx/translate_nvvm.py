@@ -1,4 +1,4 @@
-"""NVPTX translations of tilec's `nvvm` dialect (`dialects/nvvm.py`): each op becomes the
+"""NVPTX translations of tilec's `nvvm` dialect (`dialects/nvvm/`): each op becomes the
 LLVM NVVM intrinsic of the same name (checked against LLVM 22 in llvmlite 0.50)."""
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
 @lowers(nvvm.WgmmaMmaAsyncOp)
 def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
     """Inline PTX (LLVM has no intrinsic): the N/2 accumulators are outputs, tied to the
-    incoming ones when accumulating (scale-d 1), else scale-d 0 and no inputs."""
+    incoming ones when accumulating (scale-d 1), else scale-d 0 and no inputs. The RS form
+    takes A as four b32 registers and has no imm-trans-a."""
     n = op.shape.n.data
     outs = n // 2
     dtype = op.typeA.data.value
@@ -184,11 +185,17 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
         args += acc
         constraints += [str(i) for i in range(outs)]
     first = outs + len(args)
-    args += [t.get(op.descriptorA), t.get(op.descriptorB)]
-    constraints += ["l", "l"]
+    a_regs, _ = _scalars(t, [t.get(op.descriptorA)])
+    args += [*a_regs, t.get(op.descriptorB)]
+    constraints += ["r"] * 4 + ["l"] if len(a_regs) == 4 else ["l", "l"]
     regs = ", ".join(f"${i}" for i in range(outs))
-    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{regs}}}, ${first}, ${first + 1}, "
-            f"{int(op.inouts is not None)}, 1, 1, {trans_a}, {trans_b};")
+    if len(a_regs) == 4:
+        a_text = "{" + ", ".join(f"${first + i}" for i in range(4)) + "}"
+        b_at, trans = first + 4, f"{trans_b}"
+    else:
+        a_text, b_at, trans = f"${first}", first + 1, f"{trans_a}, {trans_b}"
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{regs}}}, {a_text}, ${b_at}, "
+            f"{int(op.inouts is not None)}, 1, 1, {trans};")
     ret = ir.LiteralStructType([ir.FloatType()] * outs)
     t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
 
@@ -219,3 +226,85 @@ def _mbarrier_wait(t: T, op: nvvm.MBarrierTryWaitParitySharedOp) -> None:
     )
     t.b.cbranch(done, exit_, loop)
     t.b.position_at_end(exit_)
+
+
+@lowers(nvvm.MBarrierArriveExpectTxSharedOp)
+def _mbarrier_expect_tx(t: T, op) -> None:
+    t.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", I64, t.operands(op))
+
+
+@lowers(nvvm.FenceMbarrierInitOp)
+def _fence_mbarrier_init(t: T, op) -> None:
+    t.call("llvm.nvvm.fence.mbarrier_init.release.cluster", VOID, [])
+
+
+# ------------------------------------------------------------------------------ TMA (sm_90)
+
+I16 = ir.IntType(16)
+
+
+@lowers(nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp)
+def _tma_load(t: T, op: nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp) -> None:
+    """`llvm.nvvm.cp.async.bulk.tensor.g2s.tile.Nd(dst (shared::cluster), mbar, tmap, coords…,
+    ctaMask, cacheHint, useMask, useHint, ctaGroup)` (LLVM 22)."""
+    dst = t.b.addrspacecast(t.get(op.dstMem), ir.PointerType(addrspace=7))
+    coords = [t.get(c) for c in op.coordinates]
+    mask = t.get(op.multicastMask) if op.multicastMask is not None else I16(0)
+    hint = t.get(op.l2CacheHint) if op.l2CacheHint is not None else I64(0)
+    name = f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d"
+    t.call(name, VOID, [dst, t.get(op.mbar), t.get(op.tmaDescriptor), *coords, mask, hint,
+                        I1(op.multicastMask is not None), I1(op.l2CacheHint is not None), I32(0)])
+
+
+@lowers(nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp)
+def _tma_store(t: T, op: nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp) -> None:
+    coords = [t.get(c) for c in op.coordinates]
+    name = f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d"
+    t.call(name, VOID, [t.get(op.srcMem), t.get(op.tmaDescriptor), *coords, I64(0), I1(0)])
+
+
+@lowers(nvvm.CpAsyncBulkCommitGroupOp)
+def _bulk_commit(t: T, op) -> None:
+    t.call("llvm.nvvm.cp.async.bulk.commit.group", VOID, [])
+
+
+@lowers(nvvm.CpAsyncBulkWaitGroupOp)
+def _bulk_wait(t: T, op: nvvm.CpAsyncBulkWaitGroupOp) -> None:
+    name = "llvm.nvvm.cp.async.bulk.wait.group" + (".read" if op.read is not None else "")
+    t.call(name, VOID, [I32(op.group.value.data)])
+
+
+@lowers(nvvm.PrefetchTensorMapOp)
+def _prefetch_tensormap(t: T, op) -> None:
+    t.call("llvm.nvvm.prefetch.tensormap.p0", VOID, t.operands(op))
+
+
+# --------------------------------------------------------------- warp specialization (sm_90a)
+
+
+@lowers(nvvm.SetMaxRegisterOp)
+def _setmaxnreg(t: T, op: nvvm.SetMaxRegisterOp) -> None:
+    way = "inc" if op.action.data == nvvm.SetMaxRegisterAction.INCREASE else "dec"
+    t.call(f"llvm.nvvm.setmaxnreg.{way}.sync.aligned.u32", VOID, [I32(op.regCount.value.data)])
+
+
+@lowers(nvvm.ElectSyncOp)
+def _elect_sync(t: T, op) -> None:
+    pair = t.call("llvm.nvvm.elect.sync", ir.LiteralStructType([I32, I1]), [I32(-1)])
+    t.set(op, t.b.extract_value(pair, 1))
+
+
+@lowers(nvvm.BarrierOp)
+def _named_barrier(t: T, op: nvvm.BarrierOp) -> None:
+    if op.barrierId is None and op.numberOfThreads is None:
+        t.call("llvm.nvvm.barrier0", VOID, [])
+        return
+    bar = t.get(op.barrierId) if op.barrierId is not None else I32(0)
+    t.call("llvm.nvvm.barrier.cta.sync.aligned.count", VOID, [bar, t.get(op.numberOfThreads)])
+
+
+@lowers(nvvm.StMatrixOp)
+def _stmatrix(t: T, op: nvvm.StMatrixOp) -> None:
+    trans = ".trans" if op.layout.data == nvvm.MMALayout.COL else ""
+    name = f"llvm.nvvm.stmatrix.sync.aligned.m8n8.x{len(op.sources)}{trans}.b16.p3"
+    t.call(name, VOID, t.operands(op))

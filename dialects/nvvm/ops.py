@@ -1,19 +1,5 @@
-"""tilec's subset of MLIR's NVVM dialect: the NVIDIA-specific ops of thread-level IR.
-
-Upstream documentation: https://mlir.llvm.org/docs/Dialects/NVVMDialect/
-
-Op names, operand order and attribute spellings follow upstream so that the generic form of
-tilec's thread-level IR is accepted by `mlir-opt`. Pointer operands are `!llvm.ptr<AS>` as
-upstream (3 = shared, 1 = global); thread-level IR gets the base pointer of a memref with
-`builtin.unrealized_conversion_cast %m : memref<…> to !llvm.ptr<AS>` (see
-`targets/nvptx/translate.py`). Only what tilec emits is defined; wgmma and TMA go through
-`llvm.inline_asm`. Deviations from upstream are commented where they happen.
-
-```mlir
-%v = "nvvm.shfl.sync"(%mask, %x, %off, %clamp) <{kind = #nvvm<shfl_kind bfly>}>
-    : (i32, f32, i32, i32) -> f32
-```
-"""
+"""The `nvvm` ops of Ampere-class code: special registers, warp ops, barriers, cp.async,
+mma.sync and ldmatrix, and the sm_90a warpgroup mma (wgmma)."""
 
 from __future__ import annotations
 
@@ -60,173 +46,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-SHARED, GLOBAL = 3, 1
-
-
-def _check_ptr(op: Operation, value: SSAValue, space: int, what: str) -> None:
-    ty = value.type
-    if not isinstance(ty, LLVMPointerType) or not isinstance(ty.addr_space, IntAttr):
-        raise VerifyException(f"{op.name}: {what} must be !llvm.ptr<{space}>, got {ty}")
-    if ty.addr_space.data != space:
-        raise VerifyException(f"{op.name}: {what} must be !llvm.ptr<{space}>, got {ty}")
-
-
-def _check_struct(
-    op: Operation, ty: Attribute, elems: Sequence[Attribute], what: str
-) -> None:
-    expected = elems[0] if len(elems) == 1 else LLVMStructType.from_type_list(elems)
-    if ty != expected:
-        raise VerifyException(f"{op.name}: {what} must be {expected}, got {ty}")
-
-
-# --------------------------------------------------------------------------------- attributes
-
-
-class _AngleEnum:
-    """Mixin for `#nvvm.<name><value>` enum spellings (xDSL's default has no brackets)."""
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser):
-        with parser.in_angle_brackets():
-            text = parser.parse_identifier()
-        if text not in set(cls.enum_type):
-            parser.raise_error(f"{cls.name}: unknown value `{text}`")
-        return cls.enum_type(text)
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data.value}>")
-
-
-class ShflKind(StrEnum):
-    BFLY = "bfly"
-    UP = "up"
-    DOWN = "down"
-    IDX = "idx"
-
-
-@irdl_attr_definition
-class ShflKindAttr(EnumAttribute[ShflKind], SpacedOpaqueSyntaxAttribute):
-    """`#nvvm<shfl_kind bfly>`"""
-
-    name = "nvvm.shfl_kind"
-
-
-class ReduxKind(StrEnum):
-    ADD = "add"
-    AND = "and"
-    MAX = "max"
-    MIN = "min"
-    OR = "or"
-    UMAX = "umax"
-    UMIN = "umin"
-    XOR = "xor"
-
-
-@irdl_attr_definition
-class ReduxKindAttr(EnumAttribute[ReduxKind], SpacedOpaqueSyntaxAttribute):
-    """`#nvvm<redux_kind add>`"""
-
-    name = "nvvm.redux_kind"
-
-
-class ProxyKind(StrEnum):
-    ALIAS = "alias"
-    ASYNC = "async"
-    ASYNC_GLOBAL = "async.global"
-    ASYNC_SHARED = "async.shared"
-    TENSORMAP = "tensormap"
-    GENERIC = "generic"
-
-
-@irdl_attr_definition
-class ProxyKindAttr(_AngleEnum, EnumAttribute[ProxyKind]):
-    """`#nvvm.proxy_kind<async.shared>`"""
-
-    name = "nvvm.proxy_kind"
-
-
-class SharedSpace(StrEnum):
-    CTA = "cta"
-    CLUSTER = "cluster"
-
-
-@irdl_attr_definition
-class SharedSpaceAttr(_AngleEnum, EnumAttribute[SharedSpace]):
-    """`#nvvm.shared_space<cta>`"""
-
-    name = "nvvm.shared_space"
-
-
-class LoadCacheModifier(StrEnum):
-    CA = "ca"
-    CG = "cg"
-    CS = "cs"
-    LU = "lu"
-    CV = "cv"
-
-
-@irdl_attr_definition
-class LoadCacheModifierAttr(_AngleEnum, EnumAttribute[LoadCacheModifier]):
-    """`#nvvm.load_cache_modifier<cg>`"""
-
-    name = "nvvm.load_cache_modifier"
-
-
-class MMALayout(StrEnum):
-    ROW = "row"
-    COL = "col"
-
-
-@irdl_attr_definition
-class MMALayoutAttr(_AngleEnum, EnumAttribute[MMALayout]):
-    """`#nvvm.mma_layout<row>`"""
-
-    name = "nvvm.mma_layout"
-
-
-class MMAType(StrEnum):
-    F16 = "f16"
-    BF16 = "bf16"
-    F32 = "f32"
-    TF32 = "tf32"
-
-
-@irdl_attr_definition
-class MMATypeAttr(_AngleEnum, EnumAttribute[MMAType]):
-    """`#nvvm.mma_type<bf16>`"""
-
-    name = "nvvm.mma_type"
-
-
-@irdl_attr_definition
-class MMAShapeAttr(ParametrizedAttribute):
-    """`#nvvm.shape<m = 16, n = 8, k = 16>`"""
-
-    name = "nvvm.shape"
-    m: IntAttr
-    n: IntAttr
-    k: IntAttr
-
-    def __init__(self, m: int, n: int, k: int):
-        super().__init__(IntAttr(m), IntAttr(n), IntAttr(k))
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[IntAttr]:
-        values = []
-        with parser.in_angle_brackets():
-            for i, key in enumerate("mnk"):
-                if i:
-                    parser.parse_punctuation(",")
-                parser.parse_keyword(key)
-                parser.parse_punctuation("=")
-                values.append(IntAttr(parser.parse_integer()))
-        return values
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(
-            f"<m = {self.m.data}, n = {self.n.data}, k = {self.k.data}>"
-        )
-
+from .attrs import *  # noqa: F403
+from .attrs import _check_ptr, _check_struct  # noqa: F401
 
 # ----------------------------------------------------------------------- special registers
 
@@ -522,8 +343,10 @@ WGMMA_N = tuple(range(8, 257, 8))
 
 @irdl_op_definition
 class WgmmaMmaAsyncOp(IRDLOperation):
-    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` with A and B from
-    shared-memory descriptors (the SS form), issued by the 128 threads of a warpgroup.
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` with B from a
+    shared-memory descriptor and A from one (the SS form) or from four registers of packed
+    pairs (the RS form: the accumulator layout's m64 x k16 slice, HOPPER_KERNELS.md §1.4),
+    issued by the 128 threads of a warpgroup.
 
     The result holds the thread's N/2 f32 accumulators (the layout of HOPPER_KERNELS.md §1.4).
     With `inouts` (the accumulators so far) it computes D = A·B + D (scale-d 1); without, D =
@@ -533,7 +356,7 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     """
 
     name = "nvvm.wgmma.mma_async"
-    descriptorA = operand_def(i64)
+    descriptorA = operand_def()  # i64 descriptor (SS), or the RS form's A registers: !llvm.struct<(i32 x 4)>
     descriptorB = operand_def(i64)
     inouts = opt_operand_def(LLVMStructType)
     shape = prop_def(MMAShapeAttr)
@@ -550,87 +373,10 @@ class WgmmaMmaAsyncOp(IRDLOperation):
                                   f"got m{m}n{n}k{k}")
         if self.typeA.data not in (MMAType.F16, MMAType.BF16) or self.typeB.data != self.typeA.data:
             raise VerifyException(f"{self.name}: A and B must both be f16 or both bf16")
+        if self.descriptorA.type != i64:
+            _check_struct(self, self.descriptorA.type, [i32] * 4, "descriptorA (register A)")
+            if self.layoutA.data != MMALayout.ROW:
+                raise VerifyException(f"{self.name}: register A operands are K-major (layoutA = row)")
         _check_struct(self, self.res.type, [f32] * (n // 2), "result")
         if self.inouts is not None:
             _check_struct(self, self.inouts.type, [f32] * (n // 2), "inouts")
-
-
-# ---------------------------------------------------------------------------- mbarriers
-
-
-@irdl_op_definition
-class MBarrierInitSharedOp(IRDLOperation):
-    """`mbarrier.init.shared.b64 [addr], count` (sm_80+)."""
-
-    name = "nvvm.mbarrier.init.shared"
-    addr = operand_def(LLVMPointerType)
-    count = operand_def(i32)
-
-    def verify_(self) -> None:
-        _check_ptr(self, self.addr, SHARED, "addr")
-
-
-@irdl_op_definition
-class MBarrierArriveSharedOp(IRDLOperation):
-    """`mbarrier.arrive.shared.b64 state, [addr]`; the result is the phase token."""
-
-    name = "nvvm.mbarrier.arrive.shared"
-    addr = operand_def(LLVMPointerType)
-    res = result_def(i64)
-
-    def verify_(self) -> None:
-        _check_ptr(self, self.addr, SHARED, "addr")
-
-
-@irdl_op_definition
-class MBarrierTryWaitParitySharedOp(IRDLOperation):
-    """Block until the phase with parity `phase` of the mbarrier at `addr` completes.
-
-    As upstream, this op loops over `mbarrier.try_wait.parity` (sm_90) itself; `ticks`
-    is the suspend-time hint in nanoseconds.
-    """
-
-    name = "nvvm.mbarrier.try_wait.parity.shared"
-    addr = operand_def(LLVMPointerType)
-    phase = operand_def(i32)
-    ticks = operand_def(i32)
-
-    def verify_(self) -> None:
-        _check_ptr(self, self.addr, SHARED, "addr")
-
-
-NVVM = Dialect(
-    "nvvm",
-    [
-        *SREG_OPS.values(),
-        ShflSyncOp,
-        ReduxSyncOp,
-        VoteBallotOp,
-        RcpApproxFtzF32Op,
-        Barrier0Op,
-        BarWarpSyncOp,
-        FenceProxyOp,
-        CpAsyncOp,
-        CpAsyncCommitGroupOp,
-        CpAsyncWaitGroupOp,
-        LdMatrixOp,
-        MmaSyncOp,
-        WgmmaFenceAlignedOp,
-        WgmmaCommitGroupSyncAlignedOp,
-        WgmmaWaitGroupSyncOp,
-        WgmmaMmaAsyncOp,
-        MBarrierInitSharedOp,
-        MBarrierArriveSharedOp,
-        MBarrierTryWaitParitySharedOp,
-    ],
-    [
-        ShflKindAttr,
-        ReduxKindAttr,
-        ProxyKindAttr,
-        SharedSpaceAttr,
-        LoadCacheModifierAttr,
-        MMALayoutAttr,
-        MMATypeAttr,
-        MMAShapeAttr,
-    ],
-)
