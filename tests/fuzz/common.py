@@ -1,0 +1,162 @@
+"""Helpers the recipes share: thread counts, tiled index spaces, leaves, loops, fills."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .expr import Leaf
+from .program import Off, Program, R, Tensor, Tile, clip, convert_unit
+
+LOOP_VARS = ("i", "j", "k")
+SIZES = (1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 32, 48, 64, 100, 128)
+
+
+def threads(d):
+    """32 to 1024 in steps of 32, mostly small (the simulator's cost grows with the block), as
+    an int or, now and then, a [x, y] / [x, y, z] list."""
+    n = 32 * (d.int(1, 8) if d.chance(0.6) else d.int(1, 32))
+    if d.chance(0.1):
+        for y in (2, 4, 3, 8):
+            if n % (32 * y) == 0 and d.chance(0.5):
+                return [n // y, y] if d.chance(0.7) or y % 2 else [n // y, y // 2, 2]
+    return n
+
+
+@dataclass
+class Space:
+    """A tiled index space: tile extents `t`, block counts `g`, global extents `n` (with
+    tails), and the grid dimension each tile dimension uses (the last tile dim is bx)."""
+
+    t: tuple[int, ...]
+    g: tuple[int, ...]
+    n: tuple[int, ...]
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return tuple(reversed(self.g))
+
+    def grid_dim(self, k: int) -> int:
+        return len(self.t) - 1 - k
+
+    def offs(self, prog: Program) -> list[Off]:
+        return [prog.block_off(self.grid_dim(k), t) for k, t in enumerate(self.t)]
+
+
+def tile_shape(d, ndim: int, max_elems: int) -> tuple[int, ...]:
+    while True:
+        shape = tuple(d.choice(SIZES) for _ in range(ndim))
+        if int(np.prod(shape)) <= max_elems:
+            return shape
+        max_elems *= 2 if d.chance(0.1) else 1  # hypothesis shrinks the sizes; a seed retries
+
+
+def space(d, ndim: int, max_elems: int = 1024, max_blocks: int = 3) -> Space:
+    t = tile_shape(d, ndim, max_elems)
+    g = tuple(d.int(1, max_blocks) if d.chance(0.5) else 1 for _ in t)
+    n = tuple(gk * tk if d.chance(0.3) else d.int((gk - 1) * tk + 1, gk * tk) for tk, gk in zip(t, g))
+    return Space(t, g, n)
+
+
+def block_slices(sp: Space, env, extents=None):
+    """The block's region of a tensor of the space's shape: (tensor slices, tile slices)."""
+    ext = sp.t if extents is None else extents
+    offs = [env.block[sp.grid_dim(k)] * sp.t[k] for k in range(len(sp.t))]
+    return clip(offs, ext, sp.n)
+
+
+def tile_leaf(tile: Tile, vars_: tuple[str, ...], exact: bool = True, bound: float = 3.0) -> Leaf:
+    """`x[i, j]` for a tile of the loop's shape (or a broadcast `y[i]` of a lower-rank tile)."""
+    return Leaf(f"{tile.name}[{', '.join(vars_)}]", tile.dtype, bound, lambda env: env.tiles[tile.name], exact)
+
+
+def global_leaf(prog: Program, sp: Space, t: Tensor) -> Leaf:
+    """`A[by * 16 + i, bx * 32 + j]` inside a T.Parallel over the tile: zero out of range."""
+    offs = sp.offs(prog)
+    vars_ = LOOP_VARS[: len(sp.t)]
+    text = f"{t.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(offs, vars_))}]"
+
+    def get(env):
+        v = np.zeros(sp.t)
+        c = block_slices(sp, env)
+        if c is not None:
+            v[c[1]] = env.g[t.name].v[c[0]]
+        return R.exact(v)
+
+    return Leaf(text, t.dtype, 3.0, get)
+
+
+def parallel_assign(prog: Program, shape, target: str, expr, write) -> None:
+    """`for i, j in T.Parallel(...): <target> = <expr>`; `write(env, R)` is the reference."""
+    vars_ = LOOP_VARS[: len(shape)]
+    prog.emit(f"for {', '.join(vars_)} in T.Parallel({', '.join(map(str, shape))}):")
+    with prog.indent():
+        prog.emit(f"{target} = {expr.text}")
+
+    def run(env):
+        r = expr.fn(env)
+        write(env, R(np.broadcast_to(r.v, shape).copy(), np.broadcast_to(r.m, shape).copy(), r.b))
+
+    prog.step(run)
+
+
+def write_tile(tile: Tile, src_dtype: str):
+    def write(env, r: R):
+        env.tiles[tile.name] = R(r.v, r.m, r.b + convert_unit(src_dtype, tile.dtype))
+
+    return write
+
+
+def write_global(sp: Space, t: Tensor, src_dtype: str):
+    """A T.Parallel store into the block's region of `t`: the out-of-range part is skipped."""
+
+    def write(env, r: R):
+        c = block_slices(sp, env)
+        if c is None:
+            return
+        gl = env.g[t.name]
+        gl.v[c[0]], gl.m[c[0]] = r.v[c[1]], r.m[c[1]]
+        gl.b = max(gl.b, r.b + convert_unit(src_dtype, t.dtype))
+
+    return write
+
+
+def maybe_swizzle(d, prog: Program, tile: Tile, p: float = 0.3) -> None:
+    """`T.annotate_layout({s: make_swizzled_layout(s)})` on a 2-D shared tile whose rows are
+    a whole number of swizzle rows."""
+    if tile.scope != "shared" or len(tile.shape) != 2 or not d.chance(p):
+        return
+    row_bytes = tile.shape[1] * (4 if tile.dtype == "float32" else 2)
+    options = [s for s in (32, 64, 128) if row_bytes % s == 0]
+    if not options:
+        return
+    nbytes = d.choice(options)
+    arg = "" if nbytes == 128 and d.chance(0.5) else f", swizzle_bytes={nbytes}"
+    prog.emit(f"T.annotate_layout({{{tile.name}: make_swizzled_layout({tile.name}{arg})}})")
+    prog.tags["swizzle"] = True
+
+
+def block_index(prog: Program, k: int) -> Off:
+    return Off(prog.block(k), lambda env, k=k: env.block[k])
+
+
+def broadcast_get(y: Tile, dim: int):
+    return lambda env: (lambda r: R(np.expand_dims(r.v, dim), np.expand_dims(r.m, dim), r.b))(env.tiles[y.name])
+
+
+def padded(src: np.ndarray, offsets, extents) -> np.ndarray:
+    v = np.zeros(extents)
+    c = clip(list(offsets), tuple(extents), src.shape)
+    if c is not None:
+        v[c[1]] = src[c[0]]
+    return v
+
+
+def fill(prog: Program, tile: Tile, value: float) -> None:
+    if value == 0.0 and prog.tags.get("_clear_style", 0) % 2 == 0:
+        prog.emit(f"T.clear({tile.name})")
+    else:
+        prog.emit(f"T.fill({tile.name}, {value!r})")
+    prog.tags["_clear_style"] = prog.tags.get("_clear_style", 0) + 1
+    prog.step(lambda env: env.tiles.__setitem__(tile.name, R.exact(np.full(tile.shape, value))))

@@ -1,0 +1,419 @@
+"""The kinds of generated programs: each recipe draws a random valid kernel of one family.
+
+Every recipe builds a `Program` (program.py): global tensors with tails (shapes that do not
+divide by the tile), tiles in shared memory and fragments with dtype changes on the way, the
+statements, and their reference steps.  Thread counts run from 32 to 1024 in steps of 32.
+
+    elementwise  an expression over 1-3 inputs (global, fragment or shared; f16/bf16/f32)
+    reduce       every reduce kind, every dim, clear or accumulate, chunked (pipelined) loops,
+                 a broadcast epilogue (the softmax pattern)
+    scan         cumsum / cummax, every dim, forward and reverse, in place or into a new tile
+    copy         chains through shared and fragment tiles: dtype changes, swizzled layouts,
+                 transposes, sub-regions of a larger shared tile, global to global
+    gemm         random tiles, transposes, fragment A, stages, policies, SIMT / mma.sync /
+                 wgmma, swizzles, clear_accum, epilogues
+    atomic       add / max / min of tiles and of elements into contended global tensors
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, fill, global_leaf,
+                     maybe_swizzle, padded, parallel_assign, space, threads, tile_leaf, write_global, write_tile)
+from .expr import Leaf, expression
+from .known import avoid
+from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_unit
+
+# --------------------------------------------------------------------------- #
+# elementwise
+# --------------------------------------------------------------------------- #
+
+
+def elementwise(d) -> Program:
+    ndim = d.int(1, 3)
+    sp = space(d, ndim, max_elems=1024)
+    prog = Program("elementwise", threads(d), sp.grid)
+    prog.tag("ndim", ndim)
+    offs = sp.offs(prog)
+    vars_ = LOOP_VARS[:ndim]
+    inputs = [prog.tensor(f"A{n}", sp.n, d.choice(DTYPES), "in") for n in range(d.int(1, 3))]
+    out = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
+    leaves = []
+    for a in inputs:
+        path = d.choice(("global", "fragment", "shared"))
+        if path == "global":
+            leaves.append(global_leaf(prog, sp, a))
+            continue
+        tile = prog.alloc(path, sp.t, d.choice(DTYPES))
+        maybe_swizzle(d, prog, tile)
+        prog.load(a, offs, tile, form=d.choice(("point", "slice")))
+        leaves.append(tile_leaf(tile, vars_, exact=convert_unit(a.dtype, tile.dtype) == 0))
+    for _ in range(d.int(0, 1)):  # an intermediate fragment computed from the inputs
+        e = expression(d, leaves, d.int(1, 3))
+        tmp = prog.alloc("fragment", sp.t, d.choice(DTYPES))
+        parallel_assign(prog, sp.t, f"{tmp.name}[{', '.join(vars_)}]", e, write_tile(tmp, e.dtype))
+        leaves.append(tile_leaf(tmp, vars_, exact=False, bound=e.bound))
+    e = expression(d, leaves, d.int(1, 4))
+    path = d.choice(("global", "fragment", "shared"))
+    if path == "global":
+        target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(offs, vars_))}]"
+        parallel_assign(prog, sp.t, target, e, write_global(sp, out, e.dtype))
+    else:
+        y = prog.alloc(path, sp.t, d.choice(DTYPES))
+        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, e.dtype))
+        prog.store(y, out, offs, form=d.choice(("point", "slice")))
+    return prog
+
+
+# --------------------------------------------------------------------------- #
+# reduce
+# --------------------------------------------------------------------------- #
+
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+
+
+def reduce_ref(kind: str, x: R, dim: int, out_shape, dst_dtype: str, old: R | None) -> R:
+    """The reduction of `x` along `dim` (combined with `old` when the reduction accumulates)."""
+    n = x.v.shape[dim]
+    if kind in ("sum", "abssum"):
+        vals = np.abs(x.v) if kind == "abssum" else x.v
+        r = R(vals.sum(dim), x.m.sum(dim), x.b + n * UNIT[dst_dtype])
+    else:
+        vals = np.abs(x.v) if kind == "absmax" else x.v
+        red = vals.min(dim) if kind == "min" else vals.max(dim)
+        r = R(red, x.m.max(dim), x.b + UNIT[dst_dtype])
+    r = R(r.v.reshape(out_shape), r.m.reshape(out_shape), r.b)
+    if old is None:
+        return r
+    if kind in ("sum", "abssum"):
+        return R(old.v + r.v, old.m + r.m, max(old.b, r.b) + UNIT[dst_dtype])
+    op = np.minimum if kind == "min" else np.maximum
+    return R(op(old.v, r.v), np.maximum(old.m, r.m), max(old.b, r.b))
+
+
+def _reduced(shape, dim):
+    rest = tuple(s for k, s in enumerate(shape) if k != dim)
+    return rest or (1,)
+
+
+def _prelude(d, prog: Program, x: Tile, vars_) -> None:
+    """Sometimes rewrites a loaded tile element-wise before it is used (in place or not)."""
+    if not d.chance(0.3):
+        return
+    e = expression(d, [tile_leaf(x, vars_)], d.int(1, 2))
+    parallel_assign(prog, x.shape, f"{x.name}[{', '.join(vars_)}]", e, write_tile(x, e.dtype))
+
+
+def reduce(d) -> Program:
+    ndim = d.choice((1, 2, 2, 2, 3))
+    sp = space(d, ndim, max_elems=2048)
+    dim = d.int(0, ndim - 1)
+    kind = d.choice(REDUCE_KINDS)
+    chunked = d.chance(0.3)
+    if chunked:  # the reduced dim is walked by a loop inside the block, not by the grid
+        sp = Space(sp.t, tuple(1 if k == dim else g for k, g in enumerate(sp.g)), sp.n)
+        iters = -(-sp.n[dim] // sp.t[dim])
+        if iters == 1 and d.chance(0.7):
+            n = list(sp.n)
+            n[dim] = sp.t[dim] * d.int(2, 3) - d.int(0, sp.t[dim] - 1)
+            sp = Space(sp.t, sp.g, tuple(n))
+    prog = Program("reduce", threads(d), sp.grid)
+    prog.tag("reduce", kind)
+    prog.tag("dim", dim)
+    vars_ = LOOP_VARS[:ndim]
+    X = prog.tensor("X", sp.n, d.choice(DTYPES), "in")
+    out_shape = _reduced(sp.t, dim)
+    y_dtype = d.choice(("float32", "float32", "float16", "bfloat16"))
+    x_dtype = d.choice(("float32", "float32", "float16", "bfloat16"))
+    x = prog.alloc(d.choice(("fragment", "fragment", "shared")), sp.t, x_dtype)
+    maybe_swizzle(d, prog, x, 0.2)
+    # (the CUDA target reduces a fragment only into a fragment: a located refusal otherwise)
+    y = prog.alloc("fragment" if x.scope == "fragment" else d.choice(("fragment", "shared")), out_shape, y_dtype)
+    dim_text = d.choice((str(dim), str(dim - ndim))) if ndim > 1 or d.chance(0.5) else None
+    dim_arg = "" if dim_text is None and dim == ndim - 1 else f", dim={dim_text if dim_text is not None else dim}"
+    call = f"T.reduce_{kind}"
+    offs = sp.offs(prog)
+    if chunked:
+        offs[dim] = Off(f"ko * {sp.t[dim]}", None)
+        fill(prog, y, {"sum": 0.0, "abssum": 0.0, "max": -3.5, "absmax": 0.0, "min": 3.5}[kind])
+        iters = -(-sp.n[dim] // sp.t[dim])
+        loop = d.choice(("pipelined", "serial", "range"))
+        stages = d.int(0, 3)
+        header = {"pipelined": f"T.Pipelined(T.ceildiv({sp.n[dim]}, {sp.t[dim]}), num_stages={stages})",
+                  "serial": f"T.serial({iters})", "range": f"range({iters})"}[loop]
+        prog.tag("loop", f"{loop}{stages if loop == 'pipelined' else ''}")
+        prog.emit(f"for ko in {header}:")
+        with prog.indent():
+            prog.emit(f"T.copy({prog.region(X, offs, sp.t, 'point')}, {x.name})")
+            prog.emit(f"{call}({x.name}, {y.name}{dim_arg}, clear=False)")
+
+        def run(env, x=x, y=y):
+            old = env.tiles[y.name]
+            for ko in range(iters):
+                o = [ko * sp.t[k] if k == dim else env.block[sp.grid_dim(k)] * sp.t[k] for k in range(ndim)]
+                v = padded(env.g[X.name].v, o, sp.t)
+                xr = R(v, np.abs(v), convert_unit(X.dtype, x.dtype))
+                old = reduce_ref(kind, xr, dim, out_shape, y.dtype, old)
+            env.tiles[y.name] = old
+
+        prog.step(run)
+    else:
+        prog.load(X, offs, x, form=d.choice(("point", "slice")))
+        _prelude(d, prog, x, vars_)
+        clear = d.chance(0.7)
+        if not clear:
+            fill(prog, y, d.choice((0.0, 1.0, -1.0)))
+        clear_arg = "" if clear and d.chance(0.5) else f", clear={clear}"
+        prog.emit(f"{call}({x.name}, {y.name}{dim_arg}{clear_arg})")
+        prog.step(lambda env, x=x, y=y, clear=clear: env.tiles.__setitem__(y.name, reduce_ref(
+            kind, env.tiles[x.name], dim, out_shape, y.dtype, None if clear else env.tiles[y.name])))
+    # outputs: the reduced tile (one entry per block along a gridded reduce dim) ...
+    Y = prog.tensor("Y", tuple(1 if (k == dim and chunked) else (sp.g[k] if k == dim else n)
+                               for k, n in enumerate(sp.n)), d.choice(DTYPES), "out")
+    yoffs = [Off.const(0) if (k == dim and chunked) else block_index(prog, sp.grid_dim(k)) if k == dim else o
+             for k, o in enumerate(sp.offs(prog))]
+    extents = [None if k == dim else sp.t[k] for k in range(ndim)]
+    epilogue = not chunked and ndim >= 2 and y.scope == "fragment" and d.chance(0.4)
+    if ndim == 1 and d.chance(0.5):
+        prog.store(y, Y, yoffs, form="point")
+    elif (dim == ndim - 1 and ndim > 1 and avoid("trailing_index_copy")) or d.chance(0.2):
+        # The CUDA target refuses a fragment read by T.Parallel nests of different shapes (a
+        # located error: "used with incompatible thread layouts"); the epilogue's loop reads y
+        # too, so this loop reads a copy in shared memory (a fragment copy would take the same
+        # layout, see known.py's broadcast_layout_conflict).
+        ys = y
+        if epilogue:
+            ys = prog.alloc("shared", y.shape, y.dtype)
+            prog.emit(f"T.copy({y.name}, {ys.name})")
+            prog.step(lambda env, y=y, ys=ys: env.tiles.__setitem__(ys.name, env.tiles[y.name]))
+        _store_reduced(prog, ys, Y, yoffs, dim, ndim)
+    else:
+        prog.store(y, Y, yoffs, form="slice", extents=extents)
+    # ... and the broadcast epilogue, x - y (softmax-like), when the block holds whole rows
+    if epilogue:
+        Z = prog.tensor("Z", sp.n, d.choice(DTYPES), "out")
+        bvars = tuple(v for k, v in enumerate(vars_) if k != dim)
+        yl = tile_leaf(y, bvars, exact=False, bound=3.0 * sp.t[dim])
+        yl.get = broadcast_get(y, dim)
+        e = expression(d, [tile_leaf(x, vars_, exact=False), yl], d.int(1, 2))
+        if not avoid("broadcast_layout_conflict"):
+            z = prog.alloc("fragment", sp.t, d.choice(DTYPES))
+        elif x.scope == "fragment":
+            z = x  # in place, as softmax does: the loop's layout is x's, which y derives from
+        else:
+            z = prog.alloc("shared", sp.t, d.choice(DTYPES))
+        parallel_assign(prog, sp.t, f"{z.name}[{', '.join(vars_)}]", e, write_tile(z, e.dtype))
+        prog.store(z, Z, sp.offs(prog))
+    return prog
+
+
+def _store_reduced(prog: Program, y: Tile, Y: Tensor, yoffs: list[Off], dim: int, ndim: int) -> None:
+    """`Y[o0 + i, b1] = y[i]` in a T.Parallel over the reduced tile (out of range: skipped)."""
+    kept = [k for k in range(ndim) if k != dim]
+    vars_ = LOOP_VARS[: len(y.shape)]
+    idx = []
+    for k in range(ndim):
+        idx.append(yoffs[k].text if k == dim else f"{yoffs[k].text} + {vars_[kept.index(k)]}")
+    if ndim == 1:
+        idx = [yoffs[0].text]
+    prog.emit(f"for {', '.join(vars_)} in T.Parallel({', '.join(map(str, y.shape))}):")
+    with prog.indent():
+        prog.emit(f"{Y.name}[{', '.join(idx)}] = {y.name}[{', '.join(vars_)}]")
+
+    def run(env):
+        r = env.tiles[y.name]
+        full = tuple(1 if k == dim else y.shape[kept.index(k)] for k in range(ndim)) if ndim > 1 else (1,)
+        c = clip([o.fn(env) for o in yoffs], full, Y.shape)
+        if c is None:
+            return
+        gl = env.g[Y.name]
+        gl.v[c[0]] = r.v.reshape(full)[c[1]]
+        gl.m[c[0]] = r.m.reshape(full)[c[1]]
+        gl.b = max(gl.b, r.b + convert_unit(y.dtype, Y.dtype))
+
+    prog.step(run)
+
+
+# --------------------------------------------------------------------------- #
+# scan
+# --------------------------------------------------------------------------- #
+
+
+def scan(d) -> Program:
+    ndim = d.choice((1, 2, 2, 3))
+    sp = space(d, ndim, max_elems=1024)
+    dim = d.int(0, ndim - 1)
+    op = d.choice(("cumsum", "cumsum", "cummax"))
+    reverse = d.chance(0.5)
+    prog = Program("scan", threads(d), sp.grid)
+    prog.tag("scan", f"{op}{'_rev' if reverse else ''}")
+    vars_ = LOOP_VARS[:ndim]
+    offs = sp.offs(prog)
+    X = prog.tensor("X", sp.n, d.choice(DTYPES), "in")
+    Y = prog.tensor("Y", sp.n, d.choice(DTYPES), "out")
+    x = prog.alloc(d.choice(("fragment", "fragment", "shared")), sp.t, d.choice(("float32", "float32", "float16")))
+    prog.load(X, offs, x, form=d.choice(("point", "slice")))
+    _prelude(d, prog, x, vars_)
+    inplace = d.chance(0.5)
+    y = x if inplace else prog.alloc(d.choice(("fragment", "shared")), sp.t, d.choice(("float32", "float16",
+                                                                                        "bfloat16")))
+    args = [x.name] + ([] if inplace else [y.name] if d.chance(0.5) else [f"dst={y.name}"])
+    if dim != 0 or d.chance(0.5):
+        args.append(f"dim={dim}")
+    if reverse or d.chance(0.3):
+        args.append(f"reverse={reverse}")
+    prog.emit(f"T.{op}({', '.join(args)})")
+
+    def run(env, x=x, y=y):
+        r = env.tiles[x.name]
+        flip = (lambda a: np.flip(a, dim)) if reverse else (lambda a: a)
+        if op == "cumsum":
+            n = r.v.shape[dim]
+            out = R(flip(np.cumsum(flip(r.v), dim)), flip(np.cumsum(flip(r.m), dim)), r.b + n * UNIT[y.dtype])
+        else:
+            out = R(flip(np.maximum.accumulate(flip(r.v), dim)), flip(np.maximum.accumulate(flip(r.m), dim)),
+                    r.b + convert_unit(x.dtype, y.dtype))
+        env.tiles[y.name] = out
+
+    prog.step(run)
+    prog.store(y, Y, offs, form=d.choice(("point", "slice")))
+    return prog
+
+
+# --------------------------------------------------------------------------- #
+# copy
+# --------------------------------------------------------------------------- #
+
+
+def copy(d) -> Program:
+    ndim = d.choice((1, 2, 2, 3))
+    sp = space(d, ndim, max_elems=2048)
+    prog = Program("copy", threads(d), sp.grid)
+    offs = sp.offs(prog)
+    A = prog.tensor("A", sp.n, d.choice(DTYPES), "in")
+    if d.chance(0.1):  # global to global
+        B = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
+        forms = d.choice((("slice", "slice"), ("point", "slice"), ("slice", "point")))  # one side gives the shape
+        prog.emit(f"T.copy({prog.region(A, offs, sp.t, forms[0])}, {prog.region(B, offs, sp.t, forms[1])})")
+
+        def run(env):
+            c = block_slices(sp, env)
+            if c is not None:
+                gl = env.g[B.name]
+                gl.v[c[0]], gl.m[c[0]] = env.g[A.name].v[c[0]], env.g[A.name].m[c[0]]
+                gl.b = max(gl.b, convert_unit(A.dtype, B.dtype))
+
+        prog.step(run)
+        prog.tag("hops", "global")
+        return prog
+    cur = prog.alloc(d.choice(("shared", "fragment")), sp.t, d.choice(DTYPES))
+    maybe_swizzle(d, prog, cur)
+    prog.load(A, offs, cur, form=d.choice(("point", "slice")))
+    transposed = False
+    hops = []
+    for _ in range(d.int(0, 3)):
+        hop = d.choice(("copy", "copy", "transpose", "subregion", "scale"))
+        if hop == "transpose" and len(cur.shape) != 2:
+            hop = "copy"
+        hops.append(hop)
+        cur = _HOPS[hop](d, prog, cur)
+        transposed ^= hop == "transpose"
+    prog.tag("hops", "+".join(hops) or "load-store")
+    if transposed:
+        B = prog.tensor("B", tuple(reversed(sp.n)), d.choice(DTYPES), "out")
+        boffs = list(reversed(offs))
+    else:
+        B = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
+        boffs = offs
+    prog.store(cur, B, boffs, form=d.choice(("point", "slice")))
+    return prog
+
+
+def _hop_copy(d, prog: Program, cur: Tile) -> Tile:
+    scope = "shared" if cur.scope == "fragment" else d.choice(("shared", "fragment", "fragment"))
+    new = prog.alloc(scope, cur.shape, d.choice(DTYPES))
+    maybe_swizzle(d, prog, new)
+    prog.emit(f"T.copy({cur.name}, {new.name})")
+    prog.step(lambda env: env.tiles.__setitem__(new.name, _converted(env.tiles[cur.name], cur, new)))
+    return new
+
+
+def _hop_transpose(d, prog: Program, cur: Tile) -> Tile:
+    """Through a T.Parallel that indexes the shared side freely: fragments are only indexed
+    by the loop variables in order."""
+    shape = tuple(reversed(cur.shape))
+    scope = "shared" if cur.scope == "fragment" else d.choice(("shared", "fragment"))
+    new = prog.alloc(scope, shape, d.choice(DTYPES))
+    maybe_swizzle(d, prog, new)
+    if cur.scope == "fragment":  # loop over the source: s[j, i] = f[i, j]
+        prog.emit(f"for i, j in T.Parallel({cur.shape[0]}, {cur.shape[1]}):")
+        with prog.indent():
+            prog.emit(f"{new.name}[j, i] = {cur.name}[i, j]")
+    else:  # loop over the destination: t[i, j] = s[j, i]
+        prog.emit(f"for i, j in T.Parallel({shape[0]}, {shape[1]}):")
+        with prog.indent():
+            prog.emit(f"{new.name}[i, j] = {cur.name}[j, i]")
+
+    def run(env):
+        r = env.tiles[cur.name]
+        env.tiles[new.name] = R(r.v.T.copy(), r.m.T.copy(), r.b + convert_unit(cur.dtype, new.dtype))
+
+    prog.step(run)
+    return new
+
+
+def _hop_subregion(d, prog: Program, cur: Tile) -> Tile:
+    """Through a region of a larger shared tile, optionally moved to a disjoint region of it."""
+    pad = tuple(d.int(0, 3) for _ in cur.shape)
+    big_shape = (2 * cur.shape[0] + pad[0],) + tuple(s + p for s, p in zip(cur.shape[1:], pad[1:]))
+    big = prog.alloc("shared", big_shape, d.choice(DTYPES))
+    start = [d.int(0, p) for p in pad]
+
+    def region(starts):
+        return f"{big.name}[{', '.join(f'{o}:{o + s}' for o, s in zip(starts, cur.shape))}]"
+
+    prog.emit(f"T.copy({cur.name}, {region(start)})")
+    last = start
+    if d.chance(0.5):  # to the other half of dim 0: never overlapping
+        moved = [start[0] + cur.shape[0]] + start[1:]
+        prog.emit(f"T.copy({region(start)}, {region(moved)})")
+        last = moved
+    new = prog.alloc(d.choice(("shared", "fragment")), cur.shape, d.choice(DTYPES))
+    prog.emit(f"T.copy({region(last)}, {new.name})")
+
+    def run(env):
+        r = env.tiles[cur.name]
+        conv = convert_unit(cur.dtype, big.dtype) + convert_unit(big.dtype, new.dtype)
+        env.tiles[new.name] = R(r.v, r.m, r.b + conv)
+
+    prog.step(run)
+    return new
+
+
+def _hop_scale(d, prog: Program, cur: Tile) -> Tile:
+    vars_ = LOOP_VARS[: len(cur.shape)]
+    scope = d.choice(("shared", "fragment"))
+    new = prog.alloc(scope, cur.shape, d.choice(DTYPES))
+    c = d.choice((2.0, 0.5, -1.0))
+    prog.emit(f"for {', '.join(vars_)} in T.Parallel({', '.join(map(str, cur.shape))}):")
+    with prog.indent():
+        prog.emit(f"{new.name}[{', '.join(vars_)}] = {cur.name}[{', '.join(vars_)}] * {c!r}")
+
+    def run(env):
+        r = env.tiles[cur.name]
+        env.tiles[new.name] = R(r.v * c, r.m * abs(c), r.b + convert_unit(cur.dtype, new.dtype))
+
+    prog.step(run)
+    return new
+
+
+def _converted(r: R, src: Tile, dst: Tile) -> R:
+    return R(r.v, r.m, r.b + convert_unit(src.dtype, dst.dtype))
+
+
+_HOPS = {"copy": _hop_copy, "transpose": _hop_transpose, "subregion": _hop_subregion, "scale": _hop_scale}
+
+
