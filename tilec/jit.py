@@ -12,12 +12,11 @@ import difflib
 import functools
 import inspect
 
-
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.program import PrimFunc, Symbol
 from tilec.program import KernelProgram
 from tilec.source import eager_tensor_params, is_eager, parse_function
-from tilec.target import Target, resolve_target
+from tilec.target import Target, check_target, resolve_target
 
 # The frontend (and with it xDSL) is imported only to build a kernel: a process whose kernels
 # all come from the cache never loads it.
@@ -77,9 +76,11 @@ class JITKernel:
     def params(self):
         return self.program.params
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         from tilec import runtime
 
+        if kwargs:
+            runtime.check_keywords(self, kwargs)
         return runtime.launch(self, list(args))
 
     def get_ir(self, stage: str = "tile") -> str:
@@ -109,9 +110,10 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
                          hint="decorate the kernel function with @T.prim_func")
     from tilec.frontend import build_prim_func
 
-    configs = check_pass_configs(pass_configs, _def_loc(func.fn))
-    return JITKernel(build_prim_func(func, out_idx), resolve_target(target), configs,
-                     execution_backend=execution_backend)
+    loc = _def_loc(func.fn)
+    configs = check_pass_configs(pass_configs, loc)
+    resolved = resolve_target(target, loc=loc)
+    return JITKernel(build_prim_func(func, out_idx), resolved, configs, execution_backend=execution_backend)
 
 
 class JITFunction:
@@ -125,6 +127,7 @@ class JITFunction:
         self.out_idx = out_idx
         self.target = target
         self.pass_configs = check_pass_configs(pass_configs, _def_loc(fn))
+        check_target(target, loc=_def_loc(fn))
         self.verbose = verbose
         self._kernels: dict = {}
         self._eager = is_eager(fn)
@@ -217,19 +220,32 @@ class JITFunction:
         return self._kernels[key]
 
     def _bind_consts(self, tensors: dict, spec: dict) -> dict:
+        import numpy as np
+
         from tilec.frontend import probe_eager
+        from tilec.runtime import _TENSOR_HINT, _is_torch
 
         consts: dict = {}
-        for name, shape, _dtype in probe_eager(self.fn, spec):
+        for name, shape, dtype in probe_eager(self.fn, spec):
             t = tensors.get(name)
             if t is None:
                 continue
+            if not (_is_torch(t) or isinstance(t, np.ndarray)):
+                raise TilecError(f"{self.fn.__name__}: argument `{name}` must be a tensor, got {type(t).__name__}",
+                                 loc=_def_loc(self.fn),
+                                 hint=_TENSOR_HINT.format(dtype=dtype.name if dtype is not None else "float32"))
             actual = tuple(t.shape)
             if len(actual) != len(shape):
                 raise TilecError(f"{self.fn.__name__}: tensor `{name}` must have {len(shape)} dimensions, "
                                  f"got shape {actual}", loc=_def_loc(self.fn))
             for want, got in zip(shape, actual):
                 if isinstance(want, Symbol) and not want.dynamic:
+                    if got == 0:
+                        raise TilecError(f"{self.fn.__name__}: size {want.name} would be 0: this call passes "
+                                         f"`{name}` of shape {actual}, and a T.const size must be positive",
+                                         loc=_def_loc(self.fn),
+                                         hint=f"skip the call for empty tensors, or declare the size with "
+                                              f"`{want.name} = T.dynamic(\"{want.name}\")` to accept them")
                     if consts.setdefault(want.name, got) != got:
                         raise TilecError(f"{self.fn.__name__}: size {want.name} is {consts[want.name]} from an "
                                          f"earlier tensor but {got} from `{name}`", loc=_def_loc(self.fn))

@@ -45,6 +45,36 @@ def _dtype_matches(t, dtype) -> bool:
     return t.dtype is dtype.torch if _is_torch(t) else dtype == str(t.dtype)
 
 
+_TENSOR_HINT = "pass a torch tensor (or a numpy array for the CPU targets), e.g. torch.tensor(values, dtype=torch.{dtype})"
+
+
+def check_keywords(kernel, kwargs: dict) -> None:
+    """A compiled kernel takes its tensors by position: a keyword argument is a located error."""
+    if not kwargs:
+        return
+    params = kernel.params
+    inputs = [p.name for p in params if not p.is_output]
+    names = ", ".join(f"`{k}`" for k in kwargs)
+    known = [k for k in kwargs if any(p.name == k for p in params)]
+    what = "keyword argument" + ("s " if len(kwargs) > 1 else " ") + names
+    raise TilecError(f"{kernel.program.name}: a compiled kernel takes its tensors by position, got {what}",
+                     loc=kernel.program.loc,
+                     hint=f"call it as {kernel.program.name}({', '.join(inputs)})" +
+                     (" (the outputs are allocated and returned)" if len(inputs) < len(params) else "") +
+                     ("" if known or not inputs else f"; its parameters are {', '.join(p.name for p in params)}"))
+
+
+def check_host_data(kernel, given: dict) -> None:
+    """Tensors the CPU targets read must hold data on the host (or on a GPU, copied back)."""
+    for i, t in given.items():
+        if _is_torch(t) and t.device.type == "meta":
+            p = kernel.params[i]
+            raise TilecError(f"{kernel.program.name}: argument {i} (`{p.name}`) is a meta-device tensor, which "
+                             "has shape and dtype but no data to compute on", loc=kernel.program.loc,
+                             hint="allocate it on a real device, e.g. torch.empty(shape, device='cpu') "
+                                  "(or 'cuda' for a GPU target)")
+
+
 def _signature(kernel) -> tuple[list[int], list[int], list[bool]]:
     """(input positions, output positions, whether each shape is static), computed once per kernel."""
     sig = getattr(kernel, "_signature", None)
@@ -73,7 +103,7 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
         p = params[i]
         if not (_is_torch(t) or isinstance(t, np.ndarray)):
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must be a tensor, got {type(t).__name__}",
-                             loc=kernel.program.loc)
+                             loc=kernel.program.loc, hint=_TENSOR_HINT.format(dtype=p.dtype.name))
         if not _dtype_matches(t, p.dtype):
             got_dtype = str(t.dtype).removeprefix("torch.")
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must be {p.dtype.name}, got {got_dtype}",
@@ -110,6 +140,7 @@ def launch(kernel, args: list):
     given, missing, sizes = bind_arguments(kernel, args)
     if kernel.target.kind not in ("interp", "sim"):
         return kernel._backend.launch(kernel, given, missing, sizes)
+    check_host_data(kernel, given)
     params = kernel.params
     like = next((t for t in given.values() if _is_torch(t)), None)
     arrays = [None] * len(params)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from tilec import config
@@ -55,25 +56,58 @@ def _visible_arch() -> str:
     return "sm_90a" if arch == "sm_90" else arch
 
 
-def resolve_target(target="auto") -> Target:
-    """The `Target` for a name: "auto", "cuda", "sm_80", "sm_90", "sm_90a", "interp" or a Target."""
+_ALIASES = {"interp": ("interp", "cpu", "numpy"), "sim": ("sim", "simt")}
+TARGET_NAMES = ("auto", "cuda", *_CUDA, "interp", "sim")
+"""The names `target=` accepts (besides aliases and `Target` objects), for messages."""
+
+
+def resolve_target(target="auto", *, loc=None) -> Target:
+    """The `Target` for a name: "auto", "cuda", "sm_80", "sm_90", "sm_90a", "interp", "sim" or a Target.
+
+    `loc` (the kernel's definition) locates the error for a name that is not a target.
+    """
     if isinstance(target, Target):
         return target
+    if target is not None and not isinstance(target, str):
+        raise TilecError(f"target must be a name such as 'cuda' or 'interp', got {type(target).__name__} "
+                         f"{target!r}", loc=loc, hint=f"use one of {', '.join(map(repr, TARGET_NAMES))}")
     name = str(target or "auto").lower()
+    if name == "auto" and config.DEFAULT_TARGET not in (None, "auto"):
+        target = name = str(config.DEFAULT_TARGET).lower()
+        if name not in _ALIASES["interp"] + _ALIASES["sim"] + TARGET_NAMES:
+            raise TilecError(f"unknown target {name!r} in TILEC_DEFAULT_TARGET", loc=loc,
+                             hint=f"set it to one of {', '.join(map(repr, TARGET_NAMES))}")
     if name == "auto":
-        name = config.DEFAULT_TARGET if config.DEFAULT_TARGET not in (None, "auto") else \
-            ("cuda" if gpu_visible() else "interp")
-    if name in ("interp", "cpu", "numpy"):
+        name = "cuda" if gpu_visible() else "interp"
+    if name in _ALIASES["interp"]:
         return Target("interp", "interp")
-    if name in ("sim", "simt"):  # the CUDA lowering, run by the thread-level simulator
+    if name in _ALIASES["sim"]:  # the CUDA lowering, run by the thread-level simulator
         return Target("sim", "sim", "sm_90a", **_CUDA["sm_90a"])
     if name == "cuda":
         name = _visible_arch() if gpu_visible() else "sm_90a"
     if name in _CUDA:
         return Target(name, "cuda", name, **_CUDA[name])
     if name in ("hip", "rocm", "gfx90a", "gfx942"):
-        raise TilecError(f"target {name!r} (ROCm) is not supported yet", hint="use 'cuda' or 'interp'")
-    raise TilecError(f"unknown target {target!r}", hint="use 'auto', 'cuda', 'sm_80', 'sm_90', 'sm_90a' or 'interp'")
+        raise TilecError(f"target {name!r} (ROCm) is not supported yet", loc=loc, hint="use 'cuda' or 'interp'")
+    if name.startswith("sm_"):
+        raise TilecError(f"unknown target {target!r}: tilec generates code for sm_80 and later "
+                         f"({', '.join(_CUDA)})", loc=loc, hint="use 'cuda' for the visible GPU, or 'interp'")
+    close = difflib.get_close_matches(name, TARGET_NAMES, n=1)
+    raise TilecError(f"unknown target {target!r}", loc=loc,
+                     hint=(f"did you mean {close[0]!r}? " if close else "") +
+                     f"targets: {', '.join(map(repr, TARGET_NAMES))}")
+
+
+def check_target(target, *, loc=None) -> None:
+    """Raises the located error `resolve_target` would, without looking for a GPU (at decoration)."""
+    if target is None or isinstance(target, Target):
+        return
+    if isinstance(target, str) and target.lower() in ("auto", "cuda"):
+        default = str(config.DEFAULT_TARGET or "auto").lower()
+        if target.lower() == "auto" and default not in ("auto", "cuda"):
+            resolve_target("auto", loc=loc)  # checks TILEC_DEFAULT_TARGET
+        return
+    resolve_target(target, loc=loc)
 
 
 class InterpBackend:

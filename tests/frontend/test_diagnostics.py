@@ -580,6 +580,198 @@ def eager_call_too_many_arguments():
 
 
 # --------------------------------------------------------------------------- #
+# Calls, targets and sizes a user can get wrong (issue 7, item 4)
+# --------------------------------------------------------------------------- #
+
+
+@case("argument 0 (`A`) must be a tensor, got list", hint="torch.tensor(values, dtype=torch.float32)")
+def python_list_as_tensor():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, B)
+
+    tilec.compile(main, out_idx=[1], target="interp")([0.0] * 64)
+
+
+@case("argument `A` must be a tensor, got list", hint="torch.tensor")
+def python_list_to_eager_kernel():
+    @tilec.jit(target="interp")
+    def kernel(A):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A[0:64], B[0:64])
+        return B
+
+    kernel([1.0, 2.0])
+
+
+@pytest.mark.parametrize("target", ["interp", "sim"])
+def test_meta_tensor_is_refused(target):
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, B)
+
+    torch = pytest.importorskip("torch")
+    kernel = tilec.compile(main, out_idx=[1], target=target)
+    with pytest.raises(tilec.TilecError) as info:
+        kernel(torch.empty(64, device="meta"))
+    err = info.value
+    assert "argument 0 (`A`) is a meta-device tensor" in err.msg and "device='cpu'" in err.hint
+    assert err.loc is not None and err.loc.line == main.fn.__code__.co_firstlineno + 1
+
+
+@case("a compiled kernel takes its tensors by position, got keyword argument `A`", hint="call it as main(A)")
+def keyword_tensor_to_compiled_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            T.copy(A, B)
+
+    tilec.compile(main, out_idx=[1], target="interp")(A=np.zeros(64, np.float32))
+
+
+@case("unknown target 'sm_70': tilec generates code for sm_80 and later", hint="'cuda'")
+def target_too_old():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    tilec.compile(main, target="sm_70")
+
+
+@case("unknown target 'interpp'", hint="did you mean 'interp'?")
+def target_misspelled_on_jit():
+    @tilec.jit(target="interpp")
+    def kernel(A):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+
+@case("size N would be 0: this call passes `A` of shape (0,), and a T.const size must be positive",
+      hint='N = T.dynamic("N")')
+def zero_size_tensor_for_const():
+    @tilec.jit(target="interp")
+    def kernel(A):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B = T.empty((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = A[bx * 64 + i]
+        return B
+
+    kernel(np.zeros(0, np.float32))
+
+
+def test_zero_size_tensor_for_dynamic_size_runs():
+    @tilec.jit(target="interp")
+    def kernel(A):
+        N = T.dynamic("N")
+        A: T.Tensor((N,), T.float32)
+        B = T.empty((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = A[bx * 64 + i] + 1
+        return B
+
+    assert kernel(np.zeros(0, np.float32)).shape == (0,)
+    np.testing.assert_array_equal(kernel(np.ones(70, np.float32)), np.full(70, 2, np.float32))
+
+
+@case("T.const `N` = -5: sizes must be positive", hint="pass a positive N")
+def negative_const_size():
+    @tilec.jit(target="interp")
+    def kernel(A):
+        N = T.const("N")  # ERR
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    kernel.compile(N=-5)
+
+
+@case("tensor `A`: sizes must be positive, got -3")
+def negative_static_tensor_size():
+    n = -3
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    build_prim_func(main)
+
+
+@case("T.ceildiv(5000, 0): division by zero", hint="must be positive")
+def readme_add_with_block_zero():
+    @tilec.jit(target="interp")
+    def add(A, B, block: int = 1024):
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B: T.Tensor((N,), T.float32)
+        C = T.empty((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:  # ERR
+            for i in T.Parallel(block):
+                C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
+        return C
+
+    a = np.zeros(5000, np.float32)
+    add(a, a, block=0)
+
+
+@case("integer division by zero (`// 0`)")
+def runtime_value_floordiv_by_zero():
+    d = 0
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                A[i] = A[i] // d  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.macro rec is inlined 24 calls deep (rec -> rec", hint="base case decided by compile-time values")
+def self_recursive_macro():
+    @T.macro
+    def rec(x):
+        rec(x)  # ERR
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            rec(A)
+
+    build_prim_func(main)
+
+
+def test_macro_recursion_with_a_compile_time_base_case_builds():
+    @T.macro
+    def halve(x, n):
+        if n > 1:
+            halve(x, n // 2)
+        else:
+            x[0] = 1.0
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            halve(A, 1 << 20)
+
+    a = np.zeros(64, np.float32)
+    tilec.compile(main, target="interp")(a)
+    assert a[0] == 1.0
+
+
+# --------------------------------------------------------------------------- #
 # The checks
 # --------------------------------------------------------------------------- #
 

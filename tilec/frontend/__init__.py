@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import operator
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp
@@ -54,7 +55,18 @@ class _ProgramBuilder:
         if name not in self.consts:
             raise v.b.error(f"T.const `{name}` is not bound",
                             hint=f"call the kernel with tensors whose shapes give {name}, or compile({name}=...)")
-        return self.consts[name]
+        value = self.consts[name]
+        try:
+            value = operator.index(value) if not isinstance(value, bool) else None
+        except TypeError:
+            value = None
+        if value is None:
+            raise v.b.error(f"T.const `{name}` must be bound to an integer size, got {self.consts[name]!r}",
+                            hint=f"pass an int: compile({name}=...)")
+        if value <= 0:
+            raise v.b.error(f"T.const `{name}` = {value}: sizes must be positive",
+                            hint=f"pass a positive {name} to compile(...); empty tensors need a T.dynamic size")
+        return value
 
     def declare_param(self, v, name: str, spec: Tensor) -> TileRef:
         if not self.eager:
@@ -81,7 +93,12 @@ class _ProgramBuilder:
         for d in shape:
             if isinstance(d, Scalar) and d.ssa in self.symbols_by_ssa():
                 d = self.symbols_by_ssa()[d.ssa]
-            if isinstance(d, Symbol) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0):
+            if isinstance(d, Symbol):
+                dims.append(d)
+            elif isinstance(d, int) and not isinstance(d, bool):
+                if d <= 0:
+                    raise v.b.error(f"tensor `{name}`: sizes must be positive, got {d}" + self._size_origin(d),
+                                    hint="a tensor dimension holds at least one element")
                 dims.append(d)
             else:
                 raise v.b.error(f"tensor `{name}`: sizes must be integers, T.const or T.dynamic, got {d!r}")
@@ -96,6 +113,11 @@ class _ProgramBuilder:
                 dim.name_hint = d.name
                 self.symbols.setdefault(d.name, Scalar(dim))
         return ref
+
+    def _size_origin(self, d: int) -> str:
+        """Where a bad size came from, when it is a `T.const` bound by the caller."""
+        names = [k for k, value in self.consts.items() if value == d and not isinstance(value, bool)]
+        return f" (T.const {names[0]} = {d})" if names else ""
 
     def symbols_by_ssa(self) -> dict:
         return {s.ssa: Symbol(name) for name, s in self.symbols.items()}

@@ -381,6 +381,10 @@ def _scan(op_class, name: str):
 
 def _ceildiv(v, a, b):
     a, b = v.rvalue(a), v.rvalue(b)
+    if is_compile_time(b) and b <= 0:
+        what = "division by zero" if b == 0 else "the divisor must be positive"
+        raise v.b.error(f"T.ceildiv({a if is_compile_time(a) else describe_(a)}, {b}): {what}",
+                        hint="the divisor (often a block size passed as an argument) must be positive")
     if is_compile_time(a) and is_compile_time(b):
         return -(-a // b)
     x, y = v.b.to_ssa(a, INDEX), v.b.to_ssa(b, INDEX)
@@ -608,7 +612,8 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
         raise v.b.error(f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}")
     for g in grid:
         if not isinstance(g, int | Scalar) or isinstance(g, bool) or (isinstance(g, int) and g <= 0):
-            raise v.b.error(f"T.Kernel grid sizes must be positive integers, got {describe_(g)}")
+            raise v.b.error(f"T.Kernel grid sizes must be positive integers, got {describe_(g)}",
+                            hint="a grid size counts blocks, e.g. T.ceildiv(N, block) with positive N and block")
     threads = bound.arguments["threads"]
     threads = [threads] if isinstance(threads, int) else list(threads)
     if not 1 <= len(threads) <= 3 or not all(isinstance(t, int) and t > 0 for t in threads):

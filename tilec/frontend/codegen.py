@@ -53,6 +53,10 @@ _UNSUPPORTED_HINTS = {
 }
 
 
+MAX_MACRO_DEPTH = 24
+"""T.macro calls inlined inside one another at most (a recursive macro must stop before)."""
+
+
 @dataclass
 class Frame:
     """The Python scope being visited: the kernel's function or an inlined macro."""
@@ -92,6 +96,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.block_indices: list[Scalar] = []
         self.runtime_depth = 0
         self.in_parallel = 0
+        self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
 
     # ------------------------------------------------------------------ #
     # Locations and dispatch
@@ -108,6 +113,10 @@ class KernelVisitor(ast.NodeVisitor):
             return super().visit(node)
         except TilecError:
             raise
+        except RecursionError:
+            raise TilecError("the kernel nests too deeply for the compiler (expressions, loops or macro calls "
+                             "inside one another)", loc=self.b.loc,
+                             hint="split deep expressions into named steps") from None
         except Exception as e:  # an internal compiler error, located at the user's line
             if config.DEBUG:
                 raise
@@ -516,6 +525,14 @@ class KernelVisitor(ast.NodeVisitor):
     # ------------------------------------------------------------------ #
     def inline_macro(self, macro, node: ast.Call, args: list, kwargs: dict):
         fn = macro.fn
+        if len(self.macros) >= MAX_MACRO_DEPTH:
+            chain = " -> ".join(self.macros[:3] + ["..."] + self.macros[-2:] + [fn.__name__])
+            recursive = fn.__name__ in self.macros
+            raise self.b.error(
+                f"T.macro {fn.__name__} is inlined {MAX_MACRO_DEPTH} calls deep ({chain})" +
+                (": it calls itself without stopping" if recursive else ""),
+                hint="macros are expanded at compile time, so a recursive macro needs a base case decided by "
+                     "compile-time values (an `if` on a Python int); loop with T.serial for run-time repetition")
         fdef, file, first_line, indent = parse_function(fn)
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -525,9 +542,11 @@ class KernelVisitor(ast.NodeVisitor):
         frame = Frame(fn, file, first_line, indent, dict(bound.arguments))
         frame.depth = {name: self.runtime_depth for name in frame.names}
         saved, self.frame = self.frame, frame
+        self.macros.append(fn.__name__)
         try:
             self.visit_body(fdef.body)
         finally:
             self.frame = saved
+            self.macros.pop()
         return frame.returned[0] if frame.returned else None
 

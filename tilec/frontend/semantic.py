@@ -185,7 +185,12 @@ class Builder:
         return ta if ta.width.data >= tb.width.data else tb
 
     def binop(self, op: str, a, b):
+        if op in ("//", "%") and is_compile_time(b) and b == 0:
+            raise self.error(f"integer division by zero (`{op} 0`)",
+                             hint="the divisor (often a size passed as an argument) must not be 0")
         if is_compile_time(a) and is_compile_time(b):
+            if op == "/" and b == 0:
+                raise self.error("division by zero in a compile-time expression")
             return _PY_OPS[op](a, b)
         if op == "**":
             return self.math_call("pow", a, b)
