@@ -176,7 +176,8 @@ def reduce(d) -> Program:
     yoffs = [Off.const(0) if (k == dim and chunked) else block_index(prog, sp.grid_dim(k)) if k == dim else o
              for k, o in enumerate(sp.offs(prog))]
     extents = [None if k == dim else sp.t[k] for k in range(ndim)]
-    epilogue = not chunked and ndim >= 2 and y.scope == "fragment" and d.chance(0.4)
+    epilogue = not chunked and ndim >= 2 and y.scope == "fragment" and d.chance(0.4) and \
+        (x.scope == "fragment" or not avoid("broadcast_layout_conflict"))
     if ndim == 1 and d.chance(0.5):
         prog.store(y, Y, yoffs, form="point")
     elif (dim == ndim - 1 and ndim > 1 and avoid("trailing_index_copy")) or d.chance(0.2):
@@ -201,10 +202,8 @@ def reduce(d) -> Program:
         e = expression(d, [tile_leaf(x, vars_, exact=False), yl], d.int(1, 2))
         if not avoid("broadcast_layout_conflict"):
             z = prog.alloc("fragment", sp.t, d.choice(DTYPES))
-        elif x.scope == "fragment":
-            z = x  # in place, as softmax does: the loop's layout is x's, which y derives from
         else:
-            z = prog.alloc("shared", sp.t, d.choice(DTYPES))
+            z = x  # in place, as softmax does: the loop's layout is x's, which y derives from
         parallel_assign(prog, sp.t, f"{z.name}[{', '.join(vars_)}]", e, write_tile(z, e.dtype))
         prog.store(z, Z, sp.offs(prog))
     return prog
