@@ -19,6 +19,9 @@ KNOWN_BUGS = {
     "parallel_atomic_replicated": "T.atomic_add(Out[j], x[i, j]) inside T.Parallel is applied more than once "
                                   "per element on the CUDA path when the block has more than about a quarter "
                                   "as many threads as the loop has elements (test_element_atomics_in_parallel)",
+    "invariant_atomic_in_parallel": "T.atomic_add(Out[0], 1.0) inside T.Parallel(4) (index and value the same "
+                                    "every iteration) adds once on the interpreter and once per thread on the "
+                                    "CUDA path (test_loop_invariant_atomic_in_parallel_counts_every_iteration)",
     # Refusals of valid kernels (a located TilecError where the interpreter runs the kernel):
     "broadcast_layout_conflict": "a reduced fragment read as y[i] / y[j] in a T.Parallel that writes another "
                                  "fragment whose dtype (or whose source's dtype) differs is refused: 'fragment "
