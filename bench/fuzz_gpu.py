@@ -1,0 +1,189 @@
+"""Differential fuzzing on the GPU: generated kernels, interp vs GPU vs a float64 reference.
+
+    python bench/fuzz_gpu.py --seed 0 --cases 10000            # on the GPU machine (target cuda)
+    python bench/fuzz_gpu.py --seed 0 --cases 500 --target sim --workers 2   # the same on the CPU
+
+Case `seed + n` is tests/fuzz's `generate(seed + n)`: the same kernel and data everywhere, so
+`python -m fuzz.generate SEED` (from tests/) prints any of them.  Each case runs on the
+interpreter and on the target; each result is judged against the program's float64
+reference (forward error bounds per dtype, outputs poisoned with NaN: see
+tests/fuzz/harness.py).  Cases run in worker processes; a worker that dies (a sticky CUDA
+error, a segfault) costs only the case it was running, which is reported as a crash.
+
+Prints the counts by kind and by thread count and every failure; writes, under `--out`
+(default $OUT/fuzz_gpu or ./fuzz_gpu_out), one runnable `<target>_seed<N>.py` per failure
+(the kernel's source, the verdict in a header comment) and `summary.json`.
+`--no-avoid` also generates the constructs of known, unfixed bugs (tests/fuzz/known.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+CRASH_MARKERS = ("CUDA", "cuda", "illegal", "launch failed")
+
+
+def _worker(seeds, target: str, kinds, conn) -> None:
+    """Runs the cases of `seeds` one by one, sending ("start", seed) then ("done", seed, result)."""
+    from fuzz.generate import generate
+    from fuzz.harness import run_case
+
+    device = "cuda" if target not in ("sim", "interp") else "cpu"
+    for seed in seeds:
+        conn.send(("start", seed))
+        t0 = time.time()
+        try:
+            case = generate(seed, kinds)
+            ref = case.prog.reference(case.data())
+            verdicts = {}
+            for tgt, dev in (("interp", "cpu"), (target, device)):
+                o = run_case(case, tgt, dev, reference=ref)
+                verdicts[tgt] = {"status": o.status, "message": o.message[:4000], "worst": o.worst,
+                                 "normwise": o.normwise}
+            result = {"kind": case.kind, "threads": case.threads, "configs": case.prog.pass_configs,
+                      "tags": {k: v for k, v in case.prog.tags.items() if not k.startswith("_")},
+                      "verdicts": verdicts, "source": case.source, "seconds": time.time() - t0}
+        except Exception as e:  # noqa: BLE001 -- a generator failure is a result too
+            result = {"kind": "?", "threads": 0, "configs": {}, "tags": {}, "source": "",
+                      "verdicts": {target: {"status": "generator", "message": repr(e)}}, "seconds": 0.0}
+        conn.send(("done", seed, result))
+        tv = result["verdicts"].get(target, {})
+        if device == "cuda" and tv.get("status") in ("crash", "internal") and \
+                any(m in tv.get("message", "") for m in CRASH_MARKERS):
+            return  # the CUDA context may be poisoned: let the parent start a fresh worker
+    conn.send(("exit", None))
+
+
+def _run(seeds: list[int], target: str, kinds, workers: int, on_result) -> None:
+    """Spreads `seeds` over `workers` processes, restarting any that dies mid-case."""
+    ctx = mp.get_context("spawn")
+    queues = [seeds[i::workers] for i in range(workers)]
+    live = {}
+
+    def start(q):
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_worker, args=(q, target, kinds, child), daemon=True)
+        p.start()
+        child.close()
+        live[parent] = {"proc": p, "todo": list(q), "current": None}
+
+    for q in queues:
+        if q:
+            start(q)
+    while live:
+        for conn in mp.connection.wait(list(live)):
+            st = live[conn]
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                msg = ("died", None)
+            if msg[0] == "start":
+                st["current"] = msg[1]
+            elif msg[0] == "done":
+                st["todo"].remove(msg[1])
+                st["current"] = None
+                on_result(msg[1], msg[2])
+            else:  # "exit", or the worker died
+                st["proc"].join(timeout=10)
+                del live[conn]
+                if st["current"] is not None:
+                    seed = st["current"]
+                    st["todo"].remove(seed)
+                    on_result(seed, {"kind": "?", "threads": 0, "configs": {}, "tags": {}, "source": "",
+                                     "seconds": 0.0, "verdicts": {target: {
+                                         "status": "crash", "message": f"worker died (exit {st['proc'].exitcode})"}}})
+                if st["todo"]:
+                    start(st["todo"])
+
+
+def _table(title: str, rows: dict, columns: list[str]) -> str:
+    lines = [title, f"{'':>14} " + " ".join(f"{c:>9}" for c in columns)]
+    for key in sorted(rows, key=lambda k: (isinstance(k, str), k)):
+        lines.append(f"{key!s:>14} " + " ".join(f"{rows[key].get(c, 0):>9}" for c in columns))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0, help="first case seed")
+    ap.add_argument("--cases", type=int, default=1000, help="number of cases")
+    ap.add_argument("--target", default="cuda", help="cuda (default), sm_80, sm_90a or sim")
+    ap.add_argument("--workers", type=int, default=1, help="worker processes (1 per GPU is right for cuda)")
+    ap.add_argument("--kinds", default=None, help="comma-separated kinds (default: all)")
+    ap.add_argument("--out", default=None, help="where failing kernels and summary.json go")
+    ap.add_argument("--no-avoid", action="store_true", help="also generate the constructs of known bugs")
+    ap.add_argument("--quiet", action="store_true", help="no per-case progress lines")
+    args = ap.parse_args(argv)
+    if args.no_avoid:
+        os.environ["TILEC_FUZZ_KNOWN"] = "hit"
+    out_dir = args.out or os.path.join(os.environ.get("OUT", "."), "fuzz_gpu" if "OUT" in os.environ else
+                                       "fuzz_gpu_out")
+    os.makedirs(out_dir, exist_ok=True)
+    kinds = args.kinds.split(",") if args.kinds else None
+    seeds = list(range(args.seed, args.seed + args.cases))
+    targets = ["interp", args.target]
+    by_kind = collections.defaultdict(collections.Counter)
+    by_threads = collections.defaultdict(collections.Counter)
+    by_tag = collections.defaultdict(collections.Counter)
+    failures = []
+    t0 = time.time()
+    done = [0]
+
+    def on_result(seed: int, r: dict) -> None:
+        done[0] += 1
+        worst = "ok"
+        for tgt in targets:
+            v = r["verdicts"].get(tgt)
+            if v is None:
+                continue
+            by_kind[r["kind"]][f"{tgt}:{v['status']}"] += 1
+            if tgt == args.target:
+                by_threads[r["threads"]][v["status"]] += 1
+                for k, val in r["tags"].items():
+                    by_tag[f"{k}={val}"][v["status"]] += 1
+            if v["status"] != "ok":
+                worst = v["status"]
+                failures.append({"seed": seed, "target": tgt, **{k: r[k] for k in ("kind", "threads", "configs")},
+                                 "status": v["status"], "message": v["message"]})
+                path = os.path.join(out_dir, f"{tgt}_seed{seed}.py")
+                with open(path, "w") as f:
+                    header = [f"# tilec fuzz case seed {seed} ({r['kind']}, threads {r['threads']}, "
+                              f"pass_configs {r['configs']}): {tgt} -> {v['status']}"]
+                    header += [f"# {line}" for line in v["message"].splitlines()]
+                    header.append(f"# regenerate: cd tests && python -m fuzz.generate {seed}")
+                    f.write("\n".join(header) + "\n" + r["source"])
+        if not args.quiet:
+            print(f"[{done[0]}/{len(seeds)} {time.time() - t0:6.0f}s] seed {seed} {r['kind']} threads {r['threads']}: "
+                  f"{worst}", flush=True)
+
+    _run(seeds, args.target, kinds, max(1, args.workers), on_result)
+    elapsed = time.time() - t0
+    statuses = sorted({s for c in by_kind.values() for s in c})
+    print()
+    print(_table("by kind (target:verdict)", by_kind, statuses))
+    print()
+    print(_table(f"by thread count ({args.target})", by_threads, sorted({s for c in by_threads.values() for s in c})))
+    print()
+    print(f"{len(seeds)} cases from seed {args.seed} on interp and {args.target} in {elapsed:.0f} s; "
+          f"{len(failures)} failures")
+    for f in sorted(failures, key=lambda f: f["seed"]):
+        print(f"\n--- seed {f['seed']} {f['kind']} threads {f['threads']} {f['configs']}: {f['target']} {f['status']}\n"
+              f"{f['message'][:2000]}\n(source: {os.path.join(out_dir, f['target'] + '_seed' + str(f['seed']) + '.py')})")
+    with open(os.path.join(out_dir, "summary.json"), "w") as fh:
+        json.dump({"seed": args.seed, "cases": args.cases, "target": args.target, "seconds": elapsed,
+                   "by_kind": by_kind, "by_threads": {str(k): v for k, v in by_threads.items()},
+                   "by_tag": by_tag, "failures": failures}, fh, indent=1, default=dict)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
