@@ -298,7 +298,7 @@ def _extract_value(op, c):
 
 def _mma(op, c):
     """mma.sync m16n8k16 (row A, col B, f32 C) for every warp of the block, with the fragment
-    registers of the PTX ISA: lane = 4 * group + tig (see `_lower_ops._lower_gemm_mma`)."""
+    registers of the PTX ISA: lane = 4 * group + tig (see `convert_tile_to_thread/gemm_mma.py`)."""
     a_ops, b_ops, c_ops, r = tuple(op.operandA), tuple(op.operandB), tuple(op.operandC), op.res
     half = np.dtype(ml_bfloat16) if op.element_type.value == "bf16" else np.dtype(np.float16)
 

@@ -1,44 +1,45 @@
-"""The machinery `convert-tile-to-thread` builds thread-level IR with.
+"""Memory addressing of the lowering: the `View` of a tile, flat and swizzled addresses,
+bounds predicates, vector accesses and fragment slots.
 
-`Lowerer` owns the insertion point, the map from tile-level values to
-thread-level ones, index arithmetic that folds Python ints (so that unrolled
-code carries constants, not constant ops), the thread coordinates of layout
-modes, and memory access to the four kinds of storage through `View`s:
+Four kinds of storage:
 
     global    memref<?xT>       (kernel argument, flat)     bounds-checked unless proven
     shared    memref<NxT, 3>    (view of dynamic shared memory)
     fragment  memref<SxT>       (per-thread registers: S slots of its layout)
     local     memref<NxT>       (per-thread array)
-
-Index values are `int | SSAValue`; `mult(x)` is a number x is known to be a
-multiple of, which decides whether a group of accesses can be one vector.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects import arith, llvm, memref, scf, vector
 from xdsl.dialects.builtin import (
-    FloatAttr,
     IndexType,
-    IntegerAttr,
+    IntAttr,
     MemRefType,
     NoneAttr,
+    UnrealizedConversionCastOp,
     VectorType,
     i1,
+    i32,
+    i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from tilec.dialects import append_op, arith_utils, tile
-from tilec.dialects.arith_utils import is_float
-from tilec.errors import error_at
 
-from ._layout import Layout, Mode
+from tilec.passes._layout import Layout
+
+if TYPE_CHECKING:
+    from .context import Lowerer
+
 
 INDEX = IndexType()
+
+
 Index = int | SSAValue
 
 
@@ -70,180 +71,9 @@ class View:
                     self.chunk)
 
 
-class SlotMap(dict):
-    """Values of one unrolled instance (a slot of a parallel loop); misses fall back to the uniform map."""
-
-    def __init__(self, uniform: dict):
-        super().__init__()
-        self.uniform = uniform
-
-    def get(self, key, default=None):
-        if key in self:
-            return self[key]
-        return self.uniform.get(key, default)
-
-
-class Lowerer:
-    """Emits thread-level ops for one `tile.kernel`."""
-
-    def __init__(self, kernel: tile.KernelOp, block: Block):
-        self.kernel = kernel
-        self.threads = kernel.num_threads
-        self.blocks: list[Block] = [block]
-        self.vmap: dict = {}
-        self.views: dict[SSAValue, View] = {}
-        self.mults: dict[SSAValue, int] = {}
-        self.consts: dict[tuple, SSAValue] = {}
-        self.tid: SSAValue | None = None
-        self.coords: dict[tuple[int, int], SSAValue] = {}
-        self.location = kernel.location
-
-    # -- emission ---------------------------------------------------------------
-    def emit(self, op: Operation) -> Operation:
-        op.location = self.location
-        append_op(self.blocks[-1], op)
-        return op
-
-    @contextmanager
-    def push(self, block: Block):
-        """Emits into `block` inside the `with`."""
-        self.blocks.append(block)
-        try:
-            yield block
-        finally:
-            self.blocks.pop()
-
-    def error(self, op: Operation, msg: str, hint: str | None = None):
-        return error_at(op, msg, hint=hint)
-
-    def val(self, value: SSAValue, slot: dict | None = None) -> SSAValue:
-        mapping = slot if slot is not None else self.vmap
-        found = mapping.get(value)
-        if found is None:
-            raise AssertionError(f"value {value} used before it was lowered")
-        return found
-
-    # -- constants and index arithmetic -------------------------------------------
-    def const(self, value, typ: Attribute = INDEX) -> SSAValue:
-        key = (value, typ, id(self.blocks[0]))
-        if key in self.consts:
-            return self.consts[key]
-        attr = FloatAttr(float(value), typ) if is_float(typ) else IntegerAttr(int(value), typ)
-        op = arith.ConstantOp(attr, typ)
-        op.location = self.location
-        entry = self.blocks[0]
-        first = entry.first_op
-        if first is None:
-            entry.add_op(op)
-        else:
-            entry.insert_op_before(op, first)
-        self.consts[key] = op.result
-        if isinstance(typ, IndexType):
-            self.mults[op.result] = int(value)
-        return op.result
-
-    def ssa(self, x: Index) -> SSAValue:
-        return self.const(x) if isinstance(x, int) else x
-
-    def mult(self, x: Index) -> int:
-        return abs(x) if isinstance(x, int) else self.mults.get(x, 1)
-
-    def _index_op(self, op: Operation, m: int) -> SSAValue:
-        r = self.emit(op).results[0]
-        self.mults[r] = m
-        return r
-
-    def add(self, a: Index, b: Index) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if a == 0:
-            return b
-        if b == 0:
-            return a
-        return self._index_op(arith.AddiOp(self.ssa(a), self.ssa(b)), math.gcd(self.mult(a), self.mult(b)))
-
-    def mul(self, a: Index, b: Index) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return a * b
-        if a == 1:
-            return b
-        if b == 1:
-            return a
-        if a == 0 or b == 0:
-            return 0
-        return self._index_op(arith.MuliOp(self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
-
-    def div(self, a: Index, b: int) -> Index:
-        """a // b for a non-negative index and a power of two b."""
-        if isinstance(a, int):
-            return a // b
-        if b == 1:
-            return a
-        return self._index_op(arith.DivUIOp(a, self.const(b)), max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
-
-    def rem(self, a: Index, b: int) -> Index:
-        """a % b for a non-negative index and a power of two b."""
-        if isinstance(a, int):
-            return a % b
-        if b == 1:
-            return 0
-        if self.mult(a) % b == 0:
-            return 0
-        return self._index_op(arith.RemUIOp(a, self.const(b)), math.gcd(self.mult(a), b))
-
-    def thread_id(self) -> SSAValue:
-        assert self.tid is not None
-        return self.tid
-
-    def coord(self, mode: Mode) -> Index:
-        """The calling thread's coordinate along thread mode `mode`."""
-        if mode.size == 1:
-            return 0
-        key = (mode.stride, mode.size)
-        if key not in self.coords:
-            t = self.thread_id()
-            if mode.stride > 1:
-                t = self._at_entry(arith.DivUIOp(t, self.const(mode.stride)))
-            if mode.stride * mode.size < self.threads:
-                t = self._at_entry(arith.RemUIOp(t, self.const(mode.size)))
-            self.coords[key] = t
-        return self.coords[key]
-
-    def _at_entry(self, op: Operation) -> SSAValue:
-        """Thread coordinates are computed once, right after the thread id."""
-        op.location = self.location
-        anchor = self.tid.owner
-        anchor.parent_block().insert_op_after(op, self.coord_anchor or anchor)
-        self.coord_anchor = op
-        self.mults[op.results[0]] = 1
-        return op.results[0]
-
-    coord_anchor: Operation | None = None
-
-    def layout_index(self, layout: Layout, slot: int) -> list[Index]:
-        """Logical index (per dim) of `slot` of `layout` for the calling thread."""
-        index = []
-        for const, thread_modes in layout.index_parts(slot):
-            value: Index = const
-            for mode, weight in thread_modes:
-                value = self.add(value, self.mul(self.coord(mode), weight))
-            index.append(value)
-        return index
-
-    def replica_leader(self, layout: Layout) -> SSAValue | None:
-        """A condition true on one thread of each replica group (None: no replication)."""
-        cond = None
-        for mode in layout.rep:
-            c = self.coord(mode)
-            if isinstance(c, int):
-                continue
-            eq = self.emit(arith.CmpiOp(c, self.const(0), "eq")).results[0]
-            cond = eq if cond is None else self.emit(arith.AndIOp(cond, eq)).results[0]
-        return cond
-
-    # -- conversions ----------------------------------------------------------------
-    def convert(self, value: SSAValue, typ: Attribute) -> SSAValue:
-        return arith_utils.convert(value, typ, self.emit, self.const)
+class MemoryAccess:
+    """Loads, stores and addresses of the four kinds of storage (mixed into `Lowerer`, which
+    provides `emit`, `const`, index arithmetic and the insertion point)."""
 
     # -- memory ------------------------------------------------------------------------
     def flat(self, view: View, index: list[Index]) -> Index:
@@ -258,7 +88,7 @@ class Lowerer:
             addr = self.add(addr, self.mul(pos, stride))
         if not view.swizzle:
             return self.add(view.base, addr)
-        if self.mult(view.base) * _bytes(view.element_type) % (8 * view.swizzle) == 0:
+        if self.mult(view.base) * element_bytes(view.element_type) % (8 * view.swizzle) == 0:
             # the XOR reads address bits below 8x the swizzle width: a base that is a multiple of
             # it (a pipeline stage) adds after, and the swizzled part stays loop-invariant
             return self.add(view.base, self.swizzled(addr, view))
@@ -271,7 +101,7 @@ class Lowerer:
         c ^ (r % (S / 16)) (CUTLASS's Swizzle<log2(S/16), 4, 3>), so rows that a warp reads
         together fall into different banks; a 16-byte chunk never splits.
         """
-        esize = _bytes(view.element_type)
+        esize = element_bytes(view.element_type)
         mask = view.swizzle // 16 - 1
         if isinstance(addr, int):
             byte = addr * esize
@@ -302,7 +132,7 @@ class Lowerer:
         """Whether `width` elements from `index` along the last dim form one aligned vector access."""
         if width <= 1 or view.kind not in ("global", "shared") or not view.strides or view.strides[-1] != 1:
             return False
-        nbytes = width * _bytes(view.element_type)
+        nbytes = width * element_bytes(view.element_type)
         if nbytes not in (4, 8, 16):
             return False
         if math.gcd(self.mult(self.flat_probe(view, index)), width) != width:
@@ -311,7 +141,7 @@ class Lowerer:
                                                           view.dims[-1] % width == 0)
 
     def flat_probe(self, view: View, index: list[Index]) -> Index:
-        """The known multiple of a flat address, without emitting ops."""
+        """The known multiple of a flat address, without emitting """
         m = self.mult(view.base)
         pairs = list(zip(view.offsets, index, view.strides))
         if view.chunk and pairs:
@@ -319,7 +149,7 @@ class Lowerer:
             m = math.gcd(m, self.mult(off), self.mult(i), view.chunk)
         for off, i, stride in pairs:
             m = math.gcd(m, self.mult(off) * self.mult(stride), self.mult(i) * self.mult(stride))
-        return math.gcd(m, 16 // _bytes(view.element_type)) if view.swizzle else m
+        return math.gcd(m, 16 // element_bytes(view.element_type)) if view.swizzle else m
 
     def _guarded(self, cond: SSAValue | None, result_type: Attribute | None, body, zero):
         if cond is None:
@@ -389,7 +219,7 @@ class Lowerer:
         self.emit(memref.StoreOp.get(self.convert(value, view.element_type), view.mem, [self.const(slot)]))
 
 
-def _bytes(typ: Attribute) -> int:
+def element_bytes(typ: Attribute) -> int:
     from tilec.dtypes import from_ir
 
     return max(1, from_ir(typ).bits // 8)
@@ -402,3 +232,19 @@ def memref_type(element_type: Attribute, count: int | None, space: int | None = 
 
     shape = [DYNAMIC_INDEX if count is None else count]
     return MemRefType(element_type, shape, NoneAttr(), NoneAttr() if space is None else IA(space, 64))
+
+
+def shared_ptr(L: Lowerer, view: View, index: list) -> SSAValue:
+    """`!llvm.ptr<3>` to element `index` of a shared view (what nvvm ops address memory by)."""
+    ptr3 = llvm.LLVMPointerType(IntAttr(3))
+    base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr3])).results[0]
+    offset = L.emit(arith.IndexCastOp(L.ssa(L.flat(view, index)), i32)).results[0]
+    return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr3)).results[0]
+
+
+def global_ptr(L: Lowerer, view: View, addr) -> SSAValue:
+    """`!llvm.ptr<1>` to flat element `addr` of a global view."""
+    ptr1 = llvm.LLVMPointerType(IntAttr(1))
+    base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr1])).results[0]
+    offset = L.emit(arith.IndexCastOp(L.ssa(addr), i64)).results[0]
+    return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr1)).results[0]

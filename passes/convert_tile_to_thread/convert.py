@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -34,25 +33,27 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, Region
-from xdsl.passes import ModulePass
 
 from tilec.dialects import tile
 from tilec.errors import error_at
 
-from ._lower import INDEX, Lowerer, View, memref_type
-from ._lower_body import lower_block
+from xdsl.context import Context
+from xdsl.passes import ModulePass
+
+from .context import SHARED_ALIGN, Lowerer, round_up
+from .memory import INDEX, View, element_bytes, memref_type
+from .registry import lower_block
+
 
 SMEM = "__tilec_smem"
-_ALIGN = 128
 
-
-def _kernel_of(f: func.FuncOp) -> tile.KernelOp | None:
-    return next((op for op in f.body.block.ops if isinstance(op, tile.KernelOp)), None)
 
 
 SMEM_ALIGN = 1024
-"""Bytes: the dynamic shared memory starts on a swizzle atom (tile offsets are swizzled relative to
-it, the tensor cores swizzle absolute shared-window addresses; they agree on 1024-byte bases)."""
+
+
+def kernel_of(f: func.FuncOp) -> tile.KernelOp | None:
+    return next((op for op in f.body.block.ops if isinstance(op, tile.KernelOp)), None)
 
 
 def _smem_global() -> memref.GlobalOp:
@@ -97,7 +98,7 @@ def _linear_thread_id(L: Lowerer, extents: tuple[int, int, int]):
 
 
 def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
-    kernel = _kernel_of(f)
+    kernel = kernel_of(f)
     tensors = list(f.body.block.args)
     pre = []
     for op in f.body.block.ops:
@@ -113,7 +114,6 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     L = Lowerer(kernel, entry)
     L.tid = _linear_thread_id(L, kernel.thread_extents)
     L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
-    L.sizes = {}
     for d, (ti, axis) in zip(dims, sizes):
         value = L.emit(arith.IndexCastOp(entry.args[len(tensors) + sizes.index((ti, axis))], INDEX)).results[0]
         L.sizes[(tensors[ti], axis)] = value
@@ -147,9 +147,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
         L.vmap[arg] = value
     planned = kernel.attributes.get("smem_bytes")
     L.planned = planned.value.data if planned is not None else None
-    L.bump_offset = 0
-    L.scratch_base = _round(L.planned if L.planned is not None else _unplanned_bytes(kernel))
-    L.scratch_bytes = 0
+    L.scratch_base = round_up(L.planned if L.planned is not None else _unplanned_bytes(kernel), SHARED_ALIGN)
     lower_block(L, kernel.body.block)
     L.emit(func.ReturnOp())
     new = func.FuncOp(f.sym_name.data, FunctionType.from_lists(arg_types, []), Region(entry))
@@ -161,28 +159,14 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     return new
 
 
-def _round(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
 def _unplanned_bytes(kernel: tile.KernelOp) -> int:
-    from tilec.dtypes import from_ir
 
     total = 0
     for op in kernel.walk():
         if isinstance(op, tile.AllocOp) and op.result.type.scope == "shared":
             typ = op.result.type
-            total = _round(total) + typ.num_elements() * max(1, from_ir(typ.element_type).bits // 8)
+            total = round_up(total, SHARED_ALIGN) + typ.num_elements() * element_bytes(typ.element_type)
     return total
-
-
-def _bump(self: Lowerer, nbytes: int) -> int:
-    offset = _round(self.bump_offset)
-    self.bump_offset = offset + nbytes
-    return offset
-
-
-Lowerer.bump = _bump
 
 
 @dataclass(frozen=True)
@@ -192,7 +176,7 @@ class ConvertTileToThreadPass(ModulePass):
     name = "convert-tile-to-thread"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and _kernel_of(f) is not None]
+        funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and kernel_of(f) is not None]
         if not funcs:
             return
         if not any(isinstance(g, memref.GlobalOp) and g.sym_name.data == SMEM for g in op.ops):

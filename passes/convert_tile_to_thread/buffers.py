@@ -1,0 +1,102 @@
+"""Buffers and views: `tile.alloc` (shared, fragment, local storage), `tile.region`,
+`tile.reshape` and `tile.stage` become `View`s of memory; no code moves data here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import memref
+from xdsl.ir import SSAValue
+
+from tilec.dialects import tile
+
+from tilec.passes._analysis import constant_value, shared_swizzle
+from tilec.passes.tile_infer_layout import layout_of
+
+from .context import Lowerer, SlotMap
+from .lanes import tile_mult
+from .memory import View, element_bytes, memref_type
+from .registry import uniform
+
+
+def lower_alloc(L: Lowerer, op: tile.AllocOp) -> None:
+    typ = op.result.type
+    count = typ.num_elements()
+    strides, acc = [], 1
+    for n in reversed(typ.shape):
+        strides.insert(0, acc)
+        acc *= n
+    if typ.scope == "shared":
+        offset = op.attributes.get("offset")
+        if offset is None:
+            offset_bytes = L.bump(count * element_bytes(typ.element_type))
+        else:
+            offset_bytes = offset.value.data
+        mem = L.emit(memref.ViewOp(L.smem, L.const(offset_bytes), [], memref_type(typ.element_type, count, 3)))
+        chunk = _chunk_of(op)
+        if chunk:  # columns in chunks of `chunk`: rows of one chunk are `chunk` apart (wgmma N-major operands)
+            strides[-2] = chunk
+        L.views[op.result] = View("shared", mem.results[0], typ.shape, typ.element_type, [0] * typ.rank,
+                                  strides, list(typ.shape), swizzle=shared_swizzle(op), chunk=chunk)
+    elif typ.scope == "fragment":
+        layout = layout_of(op)
+        if layout is None:
+            raise L.error(op, "fragment without a layout: run tile-infer-layout first")
+        L.views[op.result] = View("fragment", L.alloca(typ.element_type, layout.num_slots), typ.shape,
+                                  typ.element_type, layout=layout)
+    else:
+        L.views[op.result] = View("local", L.alloca(typ.element_type, count), typ.shape, typ.element_type,
+                                  [0] * typ.rank, strides, list(typ.shape))
+
+
+def _chunk_of(alloc: tile.AllocOp) -> int:
+    """Columns per chunk of a shared buffer tile-select-mma laid out for wgmma (0: plain row-major)."""
+    typ = alloc.result.type
+    chunk = alloc.attributes.get("chunk")
+    if chunk is None or typ.rank < 2 or typ.shape[-1] <= chunk.value.data:
+        return 0
+    return chunk.value.data
+
+
+@uniform(tile.RegionOp)
+def _region(L: Lowerer, op: tile.RegionOp) -> None:
+    src = L.views[op.source]
+    if src.kind == "fragment":
+        raise L.error(op, "regions of fragments are not supported by the CUDA target yet",
+                      hint="copy the whole fragment, or use a shared buffer")
+    offsets = [L.val(o) for o in op.offsets]
+    offsets = [constant_value(o) if constant_value(t) is not None else o for o, t in zip(offsets, op.offsets)]
+    for t, o in zip(op.offsets, offsets):
+        if isinstance(o, SSAValue) and o not in L.mults:
+            L.mults[o] = tile_mult(L, t, SlotMap(L.vmap))
+    L.views[op.result] = src.window(offsets, op.result.type.shape, L, "in_bounds" in op.attributes)
+
+
+@uniform(tile.ReshapeOp)
+def _reshape(L: Lowerer, op: tile.ReshapeOp) -> None:
+    src = L.views[op.source]
+    if src.kind == "fragment" or src.chunk or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
+        raise L.error(op, "T.reshape of fragments or regions is not supported by the CUDA target yet")
+    shape = op.result.type.shape
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    L.views[op.result] = View(src.kind, src.mem, shape, src.element_type, [0] * len(shape), strides,
+                              list(shape), src.in_bounds, swizzle=src.swizzle, base=src.base)
+
+
+@uniform(tile.StageOp)
+def _stage(L: Lowerer, op: tile.StageOp) -> None:
+    """Stage i of a multi-buffered shared tile: the same memory from element i * (stage size)."""
+    src = L.views[op.source]
+    if any(o != 0 for o in src.offsets):
+        raise L.error(op, "tile.stage of a region is not supported")
+    stage = L.val(op.index)
+    const = constant_value(op.index)
+    stage = const if const is not None else stage
+    size = math.prod(src.shape[1:])
+    L.views[op.result] = View(src.kind, src.mem, tuple(src.shape[1:]), src.element_type, [0] * (len(src.shape) - 1),
+                              src.strides[1:], list(src.shape[1:]), src.in_bounds, swizzle=src.swizzle,
+                              base=L.add(src.base, L.mul(stage, size)), chunk=src.chunk)

@@ -1,0 +1,225 @@
+"""The lowering context: `Lowerer` owns the insertion point, the map from tile-level values to
+thread-level ones, index arithmetic that folds Python ints (unrolled code carries constants,
+not constant ops), the thread coordinates of layout modes and the kernel's shared-memory
+budget. Memory access comes from `memory.MemoryAccess`.
+
+Index values are `int | SSAValue`; `mult(x)` is a number x is known to be a multiple of,
+which decides whether a group of accesses can be one vector.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from tilec.dialects import append_op, arith_utils, tile
+from tilec.dialects.arith_utils import is_float
+from tilec.errors import error_at
+
+from tilec.passes._layout import Layout, Mode
+
+from .memory import INDEX, Index, MemoryAccess, View  # noqa: F401
+
+
+class SlotMap(dict):
+    """Values of one unrolled instance (a slot of a parallel loop); misses fall back to the uniform map."""
+
+    def __init__(self, uniform: dict):
+        super().__init__()
+        self.uniform = uniform
+
+    def get(self, key, default=None):
+        if key in self:
+            return self[key]
+        return self.uniform.get(key, default)
+
+
+SHARED_ALIGN = 128
+"""Bytes: shared buffers placed by the lowering start on this boundary (the planner's own)."""
+
+
+def round_up(n: int, align: int) -> int:
+    return (n + align - 1) // align * align
+
+
+class Lowerer(MemoryAccess):
+    """Emits thread-level ops for one `tile.kernel`."""
+
+    def __init__(self, kernel: tile.KernelOp, block: Block):
+        self.kernel = kernel
+        self.threads = kernel.num_threads
+        self.blocks: list[Block] = [block]
+        self.vmap: dict = {}
+        self.views: dict[SSAValue, View] = {}
+        self.mults: dict[SSAValue, int] = {}
+        self.consts: dict[tuple, SSAValue] = {}
+        self.coords: dict[tuple[int, int], SSAValue] = {}  # (stride, size) of a thread mode → coordinate
+        self.location = kernel.location
+        # set by the kernel ABI (convert.py) before the body is lowered:
+        self.tid: SSAValue | None = None  # the linear thread id, x + y*X + z*X*Y
+        self.coord_anchor: Operation | None = None  # the last thread-coordinate op after `tid`
+        self.smem: SSAValue | None = None  # the dynamic shared memory, memref<0xi8, 3>
+        self.sizes: dict[tuple[SSAValue, int], SSAValue] = {}  # (tensor, dim) → its run-time size
+        self.planned: int | None = None  # bytes tile-plan-shared-memory laid out (None: not run)
+        self.bump_offset = 0  # next free byte for shared buffers without a planned offset
+        self.scratch_base = 0  # where the exchange buffer of reductions, scans and conversions starts
+        self.scratch_bytes = 0  # the largest exchange buffer any op needed
+
+    # -- emission ---------------------------------------------------------------
+    def emit(self, op: Operation) -> Operation:
+        op.location = self.location
+        append_op(self.blocks[-1], op)
+        return op
+
+    @contextmanager
+    def push(self, block: Block):
+        """Emits into `block` inside the `with`."""
+        self.blocks.append(block)
+        try:
+            yield block
+        finally:
+            self.blocks.pop()
+
+    def error(self, op: Operation, msg: str, hint: str | None = None):
+        return error_at(op, msg, hint=hint)
+
+    def val(self, value: SSAValue, slot: dict | None = None) -> SSAValue:
+        mapping = slot if slot is not None else self.vmap
+        found = mapping.get(value)
+        if found is None:
+            raise AssertionError(f"value {value} used before it was lowered")
+        return found
+
+    # -- constants and index arithmetic -------------------------------------------
+    def const(self, value, typ: Attribute = INDEX) -> SSAValue:
+        key = (value, typ, id(self.blocks[0]))
+        if key in self.consts:
+            return self.consts[key]
+        attr = FloatAttr(float(value), typ) if is_float(typ) else IntegerAttr(int(value), typ)
+        op = arith.ConstantOp(attr, typ)
+        op.location = self.location
+        entry = self.blocks[0]
+        first = entry.first_op
+        if first is None:
+            entry.add_op(op)
+        else:
+            entry.insert_op_before(op, first)
+        self.consts[key] = op.result
+        if isinstance(typ, IndexType):
+            self.mults[op.result] = int(value)
+        return op.result
+
+    def ssa(self, x: Index) -> SSAValue:
+        return self.const(x) if isinstance(x, int) else x
+
+    def mult(self, x: Index) -> int:
+        return abs(x) if isinstance(x, int) else self.mults.get(x, 1)
+
+    def _index_op(self, op: Operation, m: int) -> SSAValue:
+        r = self.emit(op).results[0]
+        self.mults[r] = m
+        return r
+
+    def add(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if a == 0:
+            return b
+        if b == 0:
+            return a
+        return self._index_op(arith.AddiOp(self.ssa(a), self.ssa(b)), math.gcd(self.mult(a), self.mult(b)))
+
+    def mul(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if a == 1:
+            return b
+        if b == 1:
+            return a
+        if a == 0 or b == 0:
+            return 0
+        return self._index_op(arith.MuliOp(self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
+
+    def div(self, a: Index, b: int) -> Index:
+        """a // b for a non-negative index and a power of two b."""
+        if isinstance(a, int):
+            return a // b
+        if b == 1:
+            return a
+        return self._index_op(arith.DivUIOp(a, self.const(b)), max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
+
+    def rem(self, a: Index, b: int) -> Index:
+        """a % b for a non-negative index and a power of two b."""
+        if isinstance(a, int):
+            return a % b
+        if b == 1:
+            return 0
+        if self.mult(a) % b == 0:
+            return 0
+        return self._index_op(arith.RemUIOp(a, self.const(b)), math.gcd(self.mult(a), b))
+
+    def thread_id(self) -> SSAValue:
+        assert self.tid is not None
+        return self.tid
+
+    def coord(self, mode: Mode) -> Index:
+        """The calling thread's coordinate along thread mode `mode`."""
+        if mode.size == 1:
+            return 0
+        key = (mode.stride, mode.size)
+        if key not in self.coords:
+            t = self.thread_id()
+            if mode.stride > 1:
+                t = self._at_entry(arith.DivUIOp(t, self.const(mode.stride)))
+            if mode.stride * mode.size < self.threads:
+                t = self._at_entry(arith.RemUIOp(t, self.const(mode.size)))
+            self.coords[key] = t
+        return self.coords[key]
+
+    def _at_entry(self, op: Operation) -> SSAValue:
+        """Thread coordinates are computed once, right after the thread id."""
+        op.location = self.location
+        anchor = self.tid.owner
+        anchor.parent_block().insert_op_after(op, self.coord_anchor or anchor)
+        self.coord_anchor = op
+        self.mults[op.results[0]] = 1
+        return op.results[0]
+
+    def layout_index(self, layout: Layout, slot: int) -> list[Index]:
+        """Logical index (per dim) of `slot` of `layout` for the calling thread."""
+        index = []
+        for const, thread_modes in layout.index_parts(slot):
+            value: Index = const
+            for mode, weight in thread_modes:
+                value = self.add(value, self.mul(self.coord(mode), weight))
+            index.append(value)
+        return index
+
+    def replica_leader(self, layout: Layout) -> SSAValue | None:
+        """A condition true on one thread of each replica group (None: no replication)."""
+        cond = None
+        for mode in layout.rep:
+            c = self.coord(mode)
+            if isinstance(c, int):
+                continue
+            eq = self.emit(arith.CmpiOp(c, self.const(0), "eq")).results[0]
+            cond = eq if cond is None else self.emit(arith.AndIOp(cond, eq)).results[0]
+        return cond
+
+    # -- conversions ----------------------------------------------------------------
+    def convert(self, value: SSAValue, typ: Attribute) -> SSAValue:
+        return arith_utils.convert(value, typ, self.emit, self.const)
+
+    def bump(self, nbytes: int) -> int:
+        """`nbytes` of shared memory for a buffer tile-plan-shared-memory did not place."""
+        offset = round_up(self.bump_offset, SHARED_ALIGN)
+        self.bump_offset = offset + nbytes
+        return offset

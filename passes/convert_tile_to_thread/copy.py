@@ -1,0 +1,229 @@
+"""`tile.copy` and `tile.fill`: elements moved between any two kinds of storage, the threads
+following a layout; slots that differ only in the innermost (vector) mode form a group whose
+accesses become one vector access when the addresses are consecutive and aligned; cp.async
+for asynchronous global-to-shared copies; staged copies between overlapping regions.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import arith, gpu, memref, scf
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    i32,
+)
+from xdsl.ir import Block, Region, SSAValue
+
+from tilec.dialects import nvvm, tile
+
+from tilec.passes._layout import Layout, Mode, default_layout
+
+from .context import Lowerer
+from .memory import View, element_bytes, global_ptr, memref_type, shared_ptr
+from .registry import uniform
+
+
+def vector_mode(layout: Layout):
+    """The innermost mode of the last dim when it is a slot mode: its slots form vector groups."""
+    last = layout.dims[-1][-1]
+    return last if last.kind == "s" and last.size > 1 else None
+
+
+def slot_groups(layout: Layout, max_width: int = 16) -> list[list[int]]:
+    """The slots of `layout`, grouped so that a group's slots are consecutive in the last dim."""
+    mode = vector_mode(layout)
+    if mode is None:
+        return [[s] for s in range(layout.num_slots)]
+    width = mode.size
+    while width > max_width:
+        width //= 2
+    groups: dict[int, list[int]] = {}
+    for s in range(layout.num_slots):
+        coord = (s // mode.stride) % mode.size
+        key = s - coord * mode.stride + (coord // width) * (10**9)
+        groups.setdefault(key, []).append(s)
+    return [sorted(g, key=lambda s: (s // mode.stride) % mode.size) for g in groups.values()]
+
+
+def squeeze_map(src_shape, dst_shape, index: list) -> list:
+    """`index` into `src_shape` mapped to `dst_shape` (the shapes agree without unit dims)."""
+    vals = [i for i, n in zip(index, src_shape) if n != 1]
+    out = []
+    for n in dst_shape:
+        out.append(vals.pop(0) if n != 1 else 0)
+    return out
+
+
+def read_group(L: Lowerer, view: View, index: list, slots: list[int], iter_layout: Layout) -> list[SSAValue]:
+    """The elements at `index` (lane 0) and the following lanes of a group."""
+    if view.kind == "fragment":
+        if view.layout is None or not view.layout.same_threads(iter_layout):
+            raise AssertionError("fragment read with a foreign layout")
+        return [L.frag_load(view, iter_layout.translate_slot(view.layout, s)) for s in slots]
+    width = len(slots)
+    if L.vectorizable(view, index, width):
+        vec = L.load(view, index, width)
+        return [L.extract(vec, k) for k in range(width)]
+    values = []
+    for k in range(width):
+        lane = index[:-1] + [L.add(index[-1], k)]
+        values.append(L.load(view, lane))
+    return values
+
+
+def write_group(L: Lowerer, view: View, index: list, slots: list[int], values: list[SSAValue],
+           leader: SSAValue | None, iter_layout: Layout) -> None:
+    if view.kind == "fragment":
+        for s, v in zip(slots, values):
+            L.frag_store(view, iter_layout.translate_slot(view.layout, s), v)
+        return
+    values = [L.convert(v, view.element_type) for v in values]
+    width = len(values)
+    if L.vectorizable(view, index, width):
+        L.store(view, index, L.pack(values), leader)
+        return
+    for k, v in enumerate(values):
+        L.store(view, index[:-1] + [L.add(index[-1], k)], v, leader)
+
+
+def transfer(L: Lowerer, layout: Layout, shape, src: View | None, dst: View, value: SSAValue | None = None):
+    """dst[i] = src[i] (or `value`) for every element, the threads following `layout` over `shape`."""
+    leader = L.replica_leader(layout) if dst.kind != "fragment" else None
+    for group in slot_groups(layout):
+        index = L.layout_index(layout, group[0])
+        if value is not None:
+            values = [value] * len(group)
+        else:
+            values = read_group(L, src, squeeze_map(shape, src.shape, index), group, layout)
+        write_group(L, dst, squeeze_map(shape, dst.shape, index), group, values, leader, layout)
+
+
+def transfer_staged(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> None:
+    """dst[i] = src[i] when the two may overlap (regions of one buffer): every thread reads all
+    its elements, a barrier, then every thread writes them, so no element is overwritten before
+    it is read (T.copy is synchronous in meaning)."""
+    leader = L.replica_leader(layout) if dst.kind != "fragment" else None
+    loaded = []
+    for group in slot_groups(layout):
+        index = L.layout_index(layout, group[0])
+        loaded.append((group, index, read_group(L, src, squeeze_map(shape, src.shape, index), group, layout)))
+    barrier(L)
+    for group, index, values in loaded:
+        write_group(L, dst, squeeze_map(shape, dst.shape, index), group, values, leader, layout)
+
+
+def may_overlap(src: View, dst: View) -> bool:
+    """Whether two views of memory may share an element: the same buffer, and windows that are
+    not disjoint along some dim by their constant offsets."""
+    if src.kind not in ("shared", "global") or src.mem is not dst.mem:
+        return False
+    if src.base != dst.base and isinstance(src.base, int) and isinstance(dst.base, int):
+        size = math.prod(src.shape)
+        if src.base + size <= dst.base or dst.base + math.prod(dst.shape) <= src.base:
+            return False
+    if not len(src.offsets) == len(dst.offsets) == len(src.shape) == len(dst.shape):
+        return True  # a region that dropped unit dims: its extent per root dim is not at hand
+    for a, b, na, nb in zip(src.offsets, dst.offsets, src.shape, dst.shape):
+        if isinstance(a, int) and isinstance(b, int) and (a + na <= b or b + nb <= a):
+            return False
+    return True
+
+
+def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> None:
+    """dst[i] = src[i] with `cp.async` (global to shared, 4/8/16 bytes a thread, zero-filled past
+    the tensor's end); groups that are not such vectors are copied by plain loads and stores,
+    which the async copies' wait and barrier order just as well."""
+    leader = L.replica_leader(layout)
+    esize = element_bytes(dst.element_type)
+    for group in slot_groups(layout):
+        index = L.layout_index(layout, group[0])
+        si, di = squeeze_map(shape, src.shape, index), squeeze_map(shape, dst.shape, index)
+        width = len(group)
+        nbytes = width * esize
+        if nbytes not in (4, 8, 16) or not (L.vectorizable(src, si, width) and L.vectorizable(dst, di, width)):
+            write_group(L, dst, di, group, read_group(L, src, si, group, layout), leader, layout)
+            continue
+        cond = L.in_bounds(src, si)
+        size = None
+        addr = L.flat(src, si)
+        if cond is not None:
+            size = L.emit(arith.SelectOp(cond, L.const(nbytes, i32), L.const(0, i32))).results[0]
+            addr = L.emit(arith.SelectOp(cond, L.ssa(addr), L.const(0))).results[0]  # nothing is read at size 0
+        copy = nvvm.CpAsyncOp.create(
+            operands=[shared_ptr(L, dst, di), global_ptr(L, src, addr), *([size] if size is not None else [])],
+            properties={"size": IntegerAttr(nbytes, i32),
+                        "modifier": nvvm.LoadCacheModifierAttr(nvvm.LoadCacheModifier.CG if nbytes == 16 else
+                                                               nvvm.LoadCacheModifier.CA)})
+        if leader is not None:
+            then = Block()
+            L.emit(scf.IfOp(leader, [], Region(then)))
+            with L.push(then):
+                L.emit(copy)
+                L.emit(scf.YieldOp())
+        else:
+            L.emit(copy)
+
+
+def memory_layout(L: Lowerer, shape, *views: View) -> Layout:
+    """A coalesced layout for moving a tile between memories."""
+    widest = max(element_bytes(v.element_type) for v in views)
+    return default_layout(tuple(shape), L.threads, max(1, 16 // widest))
+
+
+def scratch_view(L: Lowerer, shape, element_type) -> View:
+    """A shared-memory buffer for data exchange between threads (reused by every op)."""
+    count = math.prod(shape)
+    nbytes = count * element_bytes(element_type)
+    L.scratch_bytes = max(L.scratch_bytes, nbytes)
+    offset = L.const(L.scratch_base)
+    mem = L.emit(memref.ViewOp(L.smem, offset, [], memref_type(element_type, count, 3))).results[0]
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    return View("shared", mem, tuple(shape), element_type, [0] * len(shape), strides, list(shape))
+
+
+def barrier(L: Lowerer) -> None:
+    L.emit(gpu.BarrierOp())
+
+
+@uniform(tile.CopyOp)
+def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
+    src, dst = L.views[op.src], L.views[op.dst]
+    if "async" in op.attributes and src.kind == "global" and dst.kind == "shared":
+        transfer_async(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+    elif dst.kind == "fragment" and src.kind == "fragment" and not src.layout.same_threads(dst.layout):
+        tmp = scratch_view(L, src.shape, src.element_type)
+        transfer(L, src.layout, src.shape, src, tmp)
+        barrier(L)
+        transfer(L, dst.layout, dst.shape, tmp, dst)
+        barrier(L)
+    elif dst.kind == "fragment":
+        transfer(L, dst.layout, dst.shape, src, dst)
+    elif src.kind == "fragment":
+        transfer(L, src.layout, src.shape, src, dst)
+    elif may_overlap(src, dst):
+        transfer_staged(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+    elif src.kind == "local" or dst.kind == "local":
+        transfer(L, Layout(tuple((tile_mode(n),) for n in dst.shape), ()), dst.shape, src, dst)
+    else:
+        transfer(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+
+
+def tile_mode(n: int):
+    return Mode(n, "s", 1)
+
+
+@uniform(tile.FillOp)
+def lower_fill(L: Lowerer, op: tile.FillOp) -> None:
+    dst = L.views[op.dst]
+    value = L.convert(L.val(op.value), dst.element_type)
+    if dst.kind == "fragment":
+        for s in range(dst.layout.num_slots):
+            L.frag_store(dst, s, value)
+        return
+    layout = memory_layout(L, dst.shape, dst) if dst.kind != "local" else \
+        Layout(tuple((tile_mode(n),) for n in dst.shape), ())
+    transfer(L, layout, dst.shape, None, dst, value)

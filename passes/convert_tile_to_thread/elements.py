@@ -1,0 +1,166 @@
+"""Element access inside and outside `T.Parallel`: loads, stores and atomics of single
+elements (merged into vector accesses across a lane group when the addresses allow), fragment
+slots, per-lane local buffers (`T.alloc_var` inside a loop), `tile.dim`, and `tile.parallel`
+itself: its layout's slots become lanes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from xdsl.ir import SSAValue
+
+from tilec.dialects import tile
+
+from tilec.passes._analysis import constant_value
+from tilec.passes.tile_infer_layout import layout_of
+
+from .buffers import lower_alloc
+from .context import Lowerer, SlotMap
+from .copy import slot_groups
+from .lanes import Lanes, lane_coef, lane_maps, tile_mult, vector_iv
+from .memory import View
+from .registry import element, lower_block, uniform
+from .scan import atomic, lower_atomic
+
+
+def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: int) -> int:
+    consts = [constant_value(i) for i in indices]
+    if lanes is None or all(c is not None for c in consts):
+        if any(c is None for c in consts) or any(m.kind == "t" for modes in view.layout.dims for m in modes):
+            raise L.error(op, "a fragment element read outside T.Parallel must be a constant index of a "
+                              "replicated fragment on the CUDA target",
+                          hint="read fragments inside `for ... in T.Parallel(...)`")
+        return view.layout.slot_of(tuple(consts))
+    dims = [lanes.ivs.get(i) for i in indices]
+    if None in dims or dims != sorted(set(dims)):
+        raise L.error(op, "fragments must be indexed by the T.Parallel loop variables, in order, on the CUDA "
+                          "target", hint="copy the fragment to shared memory to index it freely")
+    coords = lanes.layout.slot_coords(lanes.slots[k])
+    return sum(c * m.stride for d, modes in zip(dims, view.layout.dims)
+               for c, m in zip(coords[d], modes) if c is not None)
+
+
+def _access_plan(L: Lowerer, view: View, indices, lanes: Lanes | None):
+    """(lane-0 index, vector width) for a memory access of a whole lane group."""
+    if lanes is None or len(lanes.maps) == 1:
+        return None
+    iv = vector_iv(lanes)
+    coefs = [lane_coef(i, iv) for i in indices]
+    if iv is None or coefs[-1] != 1 or any(c != 0 for c in coefs[:-1]):
+        return None
+    lane0 = lanes.maps[0]
+    index = [lane0.get(i) for i in indices]
+    for t, v in zip(indices, index):
+        L.mults[v] = math.gcd(L.mults.get(v, 0), tile_mult(L, t, lane0)) or tile_mult(L, t, lane0)
+    width = len(lanes.maps)
+    return (index, width) if L.vectorizable(view, index, width) else None
+
+
+@element(tile.AllocOp)
+def _lane_alloc(L: Lowerer, op: tile.AllocOp, lanes: Lanes | None) -> None:
+    """A buffer allocated inside T.Parallel: per-thread storage for each lane (T.alloc_var)."""
+    if lanes is None:
+        lower_alloc(L, op)
+        return
+    typ = op.result.type
+    if typ.scope != "local":
+        raise L.error(op, f"{typ.scope} buffers cannot be allocated inside T.Parallel",
+                      hint="allocate it before the loop")
+    for lane in lanes.maps:
+        lower_alloc(L, op)
+        lane[("view", op.result)] = L.views.pop(op.result)
+
+
+def _view(L: Lowerer, value: SSAValue, lane) -> View:
+    found = lane.get(("view", value)) if lane is not None else None
+    return found if found is not None else L.views[value]
+
+
+@element(tile.LoadOp)
+def _load(L: Lowerer, op: tile.LoadOp, lanes: Lanes | None) -> None:
+    if lanes is not None and lanes.maps[0].get(("view", op.source)) is not None:
+        for lane in lanes.maps:
+            lane[op.result] = L.load(_view(L, op.source, lane), [lane.get(i) for i in op.indices])
+        return
+    view = L.views[op.source]
+    if view.kind == "fragment":
+        for k, lane in enumerate(lane_maps(L, lanes)):
+            lane[op.result] = L.frag_load(view, _fragment_slot(L, view, op, op.indices, lanes, k))
+        return
+    view = _checked(view, op)
+    plan = _access_plan(L, view, op.indices, lanes)
+    if plan is not None:
+        vec = L.load(view, *plan)
+        for k, lane in enumerate(lanes.maps):
+            lane[op.result] = L.extract(vec, k)
+        return
+    for lane in lane_maps(L, lanes):
+        lane[op.result] = L.load(view, [lane.get(i) for i in op.indices])
+
+
+@element(tile.StoreOp)
+def _store(L: Lowerer, op: tile.StoreOp, lanes: Lanes | None) -> None:
+    if lanes is not None and lanes.maps[0].get(("view", op.dest)) is not None:
+        for lane in lanes.maps:
+            view = _view(L, op.dest, lane)
+            L.store(view, [lane.get(i) for i in op.indices], L.convert(lane.get(op.value), view.element_type))
+        return
+    view = L.views[op.dest]
+    if view.kind == "fragment":
+        for k, lane in enumerate(lane_maps(L, lanes)):
+            L.frag_store(view, _fragment_slot(L, view, op, op.indices, lanes, k), lane.get(op.value))
+        return
+    view = _checked(view, op)
+    leader = lanes.leader if lanes is not None and view.kind in ("global", "shared") else None
+    plan = _access_plan(L, view, op.indices, lanes)
+    if plan is not None:
+        L.store(view, plan[0], L.pack([L.convert(m.get(op.value), view.element_type) for m in lanes.maps]),
+                leader)
+        return
+    for lane in lane_maps(L, lanes):
+        L.store(view, [lane.get(i) for i in op.indices], L.convert(lane.get(op.value), view.element_type), leader)
+
+
+def _checked(view: View, op) -> View:
+    if "in_bounds" in op.attributes and not view.in_bounds:
+        return dataclasses.replace(view, in_bounds=True)
+    return view
+
+
+@element(tile.AtomicOp)
+def _atomic(L: Lowerer, op: tile.AtomicOp, lanes: Lanes | None) -> None:
+    if not op.indices:
+        if lanes is not None:
+            raise L.error(op, "tile-wide T.atomic_* cannot be used inside T.Parallel")
+        lower_atomic(L, op)
+        return
+    view = L.views[op.dst]
+    for lane in lane_maps(L, lanes):
+        atomic(L, op.kind.data, view, [lane.get(i) for i in op.indices], lane.get(op.value))
+
+
+@element(tile.DimOp)
+def _dim(L: Lowerer, op: tile.DimOp, lanes=None) -> None:
+    for lane in lane_maps(L, lanes):
+        lane[op.result] = L.sizes[(op.source, op.dim.value.data)]
+
+
+@uniform(tile.ParallelOp)
+def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
+    layout = layout_of(op)
+    if layout is None:
+        raise L.error(op, "T.Parallel without a layout: run tile-infer-layout first")
+    ivs = {arg: d for d, arg in enumerate(op.body.block.args)}
+    leader = L.replica_leader(layout)
+    for group in slot_groups(layout):
+        maps = []
+        for s in group:
+            lane = SlotMap(L.vmap)
+            for arg, value in zip(op.body.block.args, L.layout_index(layout, s)):
+                lane[arg] = L.ssa(value)
+                if isinstance(value, int):
+                    L.mults.setdefault(lane[arg], value)
+            maps.append(lane)
+        lower_block(L, op.body.block, Lanes(maps, group, layout, ivs, leader))

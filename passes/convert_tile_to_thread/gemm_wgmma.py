@@ -1,0 +1,113 @@
+"""The warpgroup gemm (wgmma.mma_async m64nNk16, sm_90a): A and B read by the tensor cores
+from swizzled shared tiles through 64-bit matrix descriptors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    f32,
+    i64,
+)
+from xdsl.ir import SSAValue
+
+from tilec.dialects import nvvm, tile
+
+from tilec.passes._layout import Mode
+
+from .context import Lowerer
+from .copy import barrier
+from .memory import View, shared_ptr
+
+
+_SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2)
+
+
+def _descriptor(L: Lowerer, view: View, index: list, lbo: int, sbo: int) -> SSAValue:
+    """The 64-bit shared-memory matrix descriptor of `view` from element `index` on: the unswizzled
+    shared-window address of that element / 16, LBO and SBO / 16, the swizzle mode."""
+    plain = dataclasses.replace(view, swizzle=0)
+    addr = L.emit(llvm.PtrToIntOp(shared_ptr(L, plain, index), i64)).results[0]
+    start = L.emit(arith.AndIOp(L.emit(arith.ShRUIOp(addr, L.const(4, i64))).results[0],
+                                L.const(0x3FFF, i64))).results[0]
+    fields = (lbo >> 4) << 16 | (sbo >> 4) << 32 | _SWIZZLE_CODE[view.swizzle] << 62
+    signed = fields - (1 << 64) if fields >= 1 << 63 else fields  # i64 constants are signed
+    return L.emit(arith.OrIOp(start, L.const(signed, i64))).results[0]
+
+
+def _zero_filled_before(op: tile.GemmOp) -> bool:
+    """Whether the last op before the gemm (in its block) that touches C is `tile.fill C, 0.0`:
+    the gemm may then start from D = A·B (scale-d 0) instead of passing zero accumulators, which
+    ptxas would copy between the wgmmas of different row blocks and serialize (C7517/C7519)."""
+    c = op.c
+    prev = op.prev_op
+    while prev is not None:
+        if any(v is c for inner in prev.walk() for v in inner.operands):
+            if not isinstance(prev, tile.FillOp) or prev.dst is not c:
+                return False
+            value = prev.value.owner
+            return isinstance(value, arith.ConstantOp) and isinstance(value.value, FloatAttr) and \
+                value.value.value.data == 0.0
+        prev = prev.prev_op
+    return False
+
+
+def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
+    """C += A @ B with wgmma.mma_async m64nNk16, A and B read by the tensor cores from shared memory.
+
+    Every thread first orders its own writes of the tiles (cp.async or stores, generic proxy)
+    before the async proxy's reads (`fence.proxy.async.shared::cta`), then a barrier; each
+    warpgroup issues, per k16 step, one wgmma per 64-row block of its rows, commits them as one
+    group and waits for it, the accumulators passing through the wait (tile-select-mma chose
+    the operands' swizzles, `wgmma_operands`).
+    """
+    m, n, k = op.mnk()
+    groups = L.threads // 128
+    reps = m // 64 // groups
+    per_thread = n // 2
+    L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
+                                                "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
+    barrier(L)
+    group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
+    a_row_bytes = a.shape[1] * 2
+    if op.trans_b:  # B stored [n, k]: K-major like A
+        layout_b = nvvm.MMALayout.COL
+        b_lbo, b_sbo = 16, 8 * b.shape[1] * 2
+    else:  # B stored [k, n]: N-major, rows of the swizzle width (in column chunks when wider)
+        layout_b = nvvm.MMALayout.ROW
+        width = b.chunk or b.shape[1]
+        b_lbo, b_sbo = b.shape[0] * width * 2 if b.chunk else 16, 8 * b.swizzle
+    dtype = nvvm.MMATypeAttr(nvvm.MMAType.BF16 if str(a.element_type) == "bf16" else nvvm.MMAType.F16)
+    props = {"shape": nvvm.MMAShapeAttr(64, n, 16), "typeA": dtype, "typeB": dtype,
+             "layoutA": nvvm.MMALayoutAttr(nvvm.MMALayout.ROW), "layoutB": nvvm.MMALayoutAttr(layout_b)}
+    struct = llvm.LLVMStructType.from_type_list([f32] * per_thread)
+
+    def pack(values: list[SSAValue]) -> SSAValue:
+        agg = L.emit(llvm.UndefOp(struct)).results[0]
+        for i, v in enumerate(values):
+            agg = L.emit(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, v)).results[0]
+        return agg
+
+    accs: list[SSAValue | None] = [None] * reps
+    if not (op.clear_accum.value.data or _zero_filled_before(op)):
+        accs = [pack([L.frag_load(c, r * per_thread + i) for i in range(per_thread)]) for r in range(reps)]
+    L.emit(nvvm.WgmmaFenceAlignedOp())
+    for ks in range(0, k, 16):
+        desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)
+        for r in range(reps):
+            desc_a = _descriptor(L, a, [L.add(group_row, 64 * r), ks], 16, 8 * a_row_bytes)
+            operands = [desc_a, desc_b] + ([accs[r]] if accs[r] is not None else [])
+            accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.create(operands=operands, result_types=[struct],
+                                                         properties=dict(props))).results[0]
+    L.emit(nvvm.WgmmaCommitGroupSyncAlignedOp())
+    wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,
+                                                   properties={"group": IntegerAttr(0, i64)}))
+    for r, acc in enumerate(wait.results):
+        for i in range(per_thread):
+            value = L.emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), acc, f32)).results[0]
+            L.frag_store(c, r * per_thread + i, value)
