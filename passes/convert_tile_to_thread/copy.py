@@ -62,14 +62,10 @@ def read_group(L: Lowerer, view: View, index: list, slots: list[int], iter_layou
             raise AssertionError("fragment read with a foreign layout")
         return [L.frag_load(view, iter_layout.translate_slot(view.layout, s)) for s in slots]
     width = len(slots)
-    if L.vectorizable(view, index, width):
+    if _walks_last_dim(view, width) and L.vectorizable(view, index, width):
         vec = L.load(view, index, width)
         return [L.extract(vec, k) for k in range(width)]
-    values = []
-    for k in range(width):
-        lane = index[:-1] + [L.add(index[-1], k)]
-        values.append(L.load(view, lane))
-    return values
+    return [L.load(view, lane_index(L, view, index, k)) for k in range(width)]
 
 
 def write_group(L: Lowerer, view: View, index: list, slots: list[int], values: list[SSAValue],
@@ -80,11 +76,26 @@ def write_group(L: Lowerer, view: View, index: list, slots: list[int], values: l
         return
     values = [L.convert(v, view.element_type) for v in values]
     width = len(values)
-    if L.vectorizable(view, index, width):
+    if _walks_last_dim(view, width) and L.vectorizable(view, index, width):
         L.store(view, index, L.pack(values), leader)
         return
     for k, v in enumerate(values):
-        L.store(view, index[:-1] + [L.add(index[-1], k)], v, leader)
+        L.store(view, lane_index(L, view, index, k), v, leader)
+
+
+def _walks_last_dim(view: View, width: int) -> bool:
+    """Whether the lanes of a group step along the view's last dim (not a trailing unit dim that
+    the iteration space squeezed away, e.g. `Y[0:4, 0]`)."""
+    return width == 1 or (bool(view.shape) and view.shape[-1] != 1)
+
+
+def lane_index(L: Lowerer, view: View, index: list, k: int) -> list:
+    """The view index of lane `k` of a group whose lane 0 is at `index`: the lanes step along the
+    iteration's last dim, which is the view's last dim of extent > 1 (squeeze_map keeps order)."""
+    if k == 0:
+        return index
+    dim = max((d for d, n in enumerate(view.shape) if n != 1), default=len(index) - 1)
+    return index[:dim] + [L.add(index[dim], k)] + index[dim + 1:]
 
 
 def transfer(L: Lowerer, layout: Layout, shape, src: View | None, dst: View, value: SSAValue | None = None):
@@ -141,7 +152,8 @@ def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> N
         si, di = squeeze_map(shape, src.shape, index), squeeze_map(shape, dst.shape, index)
         width = len(group)
         nbytes = width * esize
-        if nbytes not in (4, 8, 16) or not (L.vectorizable(src, si, width) and L.vectorizable(dst, di, width)):
+        if nbytes not in (4, 8, 16) or not (_walks_last_dim(src, width) and _walks_last_dim(dst, width) and
+                                            L.vectorizable(src, si, width) and L.vectorizable(dst, di, width)):
             write_group(L, dst, di, group, read_group(L, src, si, group, layout), leader, layout)
             continue
         cond = L.in_bounds(src, si)
@@ -171,12 +183,13 @@ def memory_layout(L: Lowerer, shape, *views: View) -> Layout:
     return default_layout(tuple(shape), L.threads, max(1, 16 // widest))
 
 
-def scratch_view(L: Lowerer, shape, element_type) -> View:
-    """A shared-memory buffer for data exchange between threads (reused by every op)."""
+def scratch_view(L: Lowerer, shape, element_type, at: int = 0) -> View:
+    """A shared-memory buffer for data exchange between threads, `at` bytes into the exchange
+    area (which every op reuses: an op that needs two buffers at once places them apart)."""
     count = math.prod(shape)
     nbytes = count * element_bytes(element_type)
-    L.scratch_bytes = max(L.scratch_bytes, nbytes)
-    offset = L.const(L.scratch_base)
+    L.scratch_bytes = max(L.scratch_bytes, at + nbytes)
+    offset = L.const(L.scratch_base + at)
     mem = L.emit(memref.ViewOp(L.smem, offset, [], memref_type(element_type, count, 3))).results[0]
     strides, acc = [], 1
     for n in reversed(shape):

@@ -137,8 +137,9 @@ def _atomic(L: Lowerer, op: tile.AtomicOp, lanes: Lanes | None) -> None:
         lower_atomic(L, op)
         return
     view = L.views[op.dst]
+    leader = lanes.leader if lanes is not None else None  # each iteration once, not once per replica
     for lane in lane_maps(L, lanes):
-        atomic(L, op.kind.data, view, [lane.get(i) for i in op.indices], lane.get(op.value))
+        atomic(L, op.kind.data, view, [lane.get(i) for i in op.indices], lane.get(op.value), leader)
 
 
 @element(tile.DimOp)

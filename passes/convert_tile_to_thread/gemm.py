@@ -4,6 +4,8 @@ kind tile-select-mma chose (wgmma, mma.sync) or the SIMT fallback lowers it.
 
 from __future__ import annotations
 
+import math
+
 
 from xdsl.dialects.builtin import (
     StringAttr,
@@ -11,7 +13,8 @@ from xdsl.dialects.builtin import (
 
 from tilec.dialects import tile
 
-from .context import Lowerer
+from .context import SHARED_ALIGN, Lowerer, round_up
+from .memory import element_bytes
 from .copy import barrier, scratch_view, transfer
 from .gemm_mma import lower_gemm_mma
 from .gemm_simt import lower_gemm_simt
@@ -22,22 +25,25 @@ from .registry import uniform
 @uniform(tile.GemmOp)
 def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     a, b, c = L.views[op.a], L.views[op.b], L.views[op.c]
-    m, n, k = op.mnk()
-    for name, v in (("A", a), ("B", b)):
-        if v.kind == "fragment":  # stage register operands through shared memory
-            tmp = scratch_view(L, v.shape, v.element_type)
-            transfer(L, v.layout, v.shape, v, tmp)
-            barrier(L)
-            if name == "A":
-                a = tmp
-            else:
-                b = tmp
     if c.kind != "fragment":
         raise L.error(op, "T.gemm on the CUDA target needs a fragment accumulator")
+    staged, at = False, 0
+    operands = []
+    for v in (a, b):
+        if v.kind == "fragment":  # stage register operands through shared memory, A and B apart
+            tmp = scratch_view(L, v.shape, v.element_type, at)
+            at = round_up(at + math.prod(v.shape) * element_bytes(v.element_type), SHARED_ALIGN)
+            transfer(L, v.layout, v.shape, v, tmp)
+            v, staged = tmp, True
+        operands.append(v)
+    if staged:
+        barrier(L)
+    a, b = operands
     if op.attributes.get("mma") == StringAttr("wgmma"):
         lower_gemm_wgmma(L, op, a, b, c)
-        return
-    if "mma" in op.attributes:
+    elif "mma" in op.attributes:
         lower_gemm_mma(L, op, a, b, c)
-        return
-    lower_gemm_simt(L, op, a, b, c)
+    else:
+        lower_gemm_simt(L, op, a, b, c)
+    if staged:
+        barrier(L)  # the exchange area is free again only once every thread has read its operands

@@ -285,7 +285,10 @@ def _atomic(op, c):
 
     def run_elements(st):
         env = st.env
-        atomic_at(env[dst], [env[i] for i in indices], env[value], st.mask, ufunc, op)
+        v = env[value]
+        if st.lanes is not None:  # inside T.Parallel every iteration applies it, also when nothing varies
+            v = np.broadcast_to(v, np.broadcast_shapes(np.shape(v), *(lane.shape for lane in st.lanes)))
+        atomic_at(env[dst], [env[i] for i in indices], v, st.mask, ufunc, op)
 
     def run_tile(st):
         d, v = _tile_operand(st, op, dst), _tile_operand(st, op, value)

@@ -18,7 +18,8 @@ import torch
 import tilec
 import tilec.language as T
 
-FIXED = ()  # names of the bugs below whose fix has landed
+FIXED = ("trailing_index_copy", "gemm_fragment_a_and_b", "parallel_atomic_replicated", "invariant_atomic_in_parallel",
+         "broadcast_layout_conflict")  # names of the bugs below whose fix has landed
 
 
 def targets(bug: str | None, seen=("sim",), reason: str = ""):
