@@ -1,28 +1,73 @@
-"""GEMM throughput: tilec (SIMT and mma.sync) against torch (cuBLAS) and Triton, same run.
+"""GEMM throughput on Hopper: the reference kernels through tilec against cuBLAS, torch and a tuned
+Triton, measured in the same run.
 
-C = A @ B with float16 A, B and a float16 C accumulated in float32. Every implementation is
-checked against a float32 torch product first; the table gives TFLOP/s and the ratio to cuBLAS.
+    python bench/bench_gemm.py                 # every shape, dtype and tile configuration
+    BENCH_GEMM_SHAPES=4096x4096x4096 BENCH_GEMM_DTYPES=float16 python bench/bench_gemm.py
+    BENCH_ONCE=1 python bench/bench_gemm.py    # each kernel once, checked, no timing (sanitizers)
+
+The tilec kernels are the reference programs `shared/kernels/gemm.py` (C = A @ B) and
+`gemm_bias_gelu.py` (C = gelu_tanh(A @ B + bias)), unmodified, with their tile arguments; the
+best of a few tile configurations is reported (each one is listed in the log). Baselines:
+cuBLAS (`a @ b`), torch unfused (`gelu(a @ b + bias)`), and Triton's matmul tutorial kernel
+(grouped rasterization) autotuned here over eight configurations of tiles, stages and warps,
+with the bias + gelu epilogue fused for the gelu shape. Every implementation is checked
+against a float32 product of fresh random inputs before it is timed (median of CUDA-event
+timings with the L2 flushed). The table gives TFLOP/s and ratios; the SASS column says whether
+tilec's cubin has HGMMA (wgmma), UTMALDG (TMA loads) and SETMAXREG (warp specialization).
 Writes $OUT/bench_gemm.json when OUT is set.
 """
 
+from __future__ import annotations
+
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
-import tilec  # noqa: E402
-from gemm import matmul  # noqa: E402 - examples/gemm.py, the kernel `make run` runs
 from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
 
+
+def _kernels_dir() -> str:
+    for path in (os.environ.get("TILEC_SHARED_KERNELS", ""), os.path.join(ROOT, ".gpu", "kernels"),
+                 os.path.join(os.path.dirname(ROOT), "shared", "kernels")):
+        if path and os.path.isdir(path):
+            return path
+    raise SystemExit("the reference kernels (shared/kernels) are not here; set TILEC_SHARED_KERNELS")
+
+
+sys.path.insert(0, _kernels_dir())
+import tilec.language as T  # noqa: E402
+from gemm import matmul  # noqa: E402 - shared/kernels/gemm.py
+from gemm_bias_gelu import gemm_bias_gelu  # noqa: E402 - shared/kernels/gemm_bias_gelu.py
+
+ONCE = os.environ.get("BENCH_ONCE") == "1"
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
-if os.environ.get("BENCH_GEMM_SHAPES"):  # e.g. "4096x4096x4096" for a short run
+if os.environ.get("BENCH_GEMM_SHAPES"):
     SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]
+DTYPES = os.environ.get("BENCH_GEMM_DTYPES", "float16,bfloat16").split(",")
+GELU_SHAPE = (4096, 4096, 1024)
+# (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
+TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
+         (256, 128, 64, 3, 256)]
+if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
+    TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
+# Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
+# with 64-deep K steps: (BM, BN, BK, GROUP_M, num_stages, num_warps)
+TRITON_CONFIGS = [(128, 256, 64, 8, 3, 8), (128, 256, 64, 8, 4, 8), (256, 128, 64, 8, 3, 8),
+                  (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 128, 64, 8, 4, 8),
+                  (128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4)]
 
 
-def _triton_matmul():
+# --------------------------------------------------------------------------- Triton
+
+
+def _triton_kernel():
     try:
         import triton
         import triton.language as tl
@@ -30,69 +75,157 @@ def _triton_matmul():
         return None
 
     @triton.jit
-    def kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-        rm = pid_m * BM + tl.arange(0, BM)
-        rn = pid_n * BN + tl.arange(0, BN)
+    def matmul_kernel(a, b, c, bias, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP_M: tl.constexpr, GELU: tl.constexpr):
+        pid = tl.program_id(0)
+        num_m, num_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        group = GROUP_M * num_n
+        first_m = (pid // group) * GROUP_M
+        size_m = min(num_m - first_m, GROUP_M)
+        pid_m = first_m + ((pid % group) % size_m)
+        pid_n = (pid % group) // size_m
+        rm = (pid_m * BM + tl.arange(0, BM)) % M
+        rn = (pid_n * BN + tl.arange(0, BN)) % N
         rk = tl.arange(0, BK)
+        pa = a + rm[:, None] * K + rk[None, :]
+        pb = b + rk[:, None] * N + rn[None, :]
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K, BK):
-            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-            acc += tl.dot(x, y)
-        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+        for k in range(0, tl.cdiv(K, BK)):
+            x = tl.load(pa, mask=rk[None, :] < K - k * BK, other=0.0)
+            y = tl.load(pb, mask=rk[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(x, y, acc)
+            pa += BK
+            pb += BK * N
+        if GELU:
+            v = acc + tl.load(bias + rn)[None, :].to(tl.float32)
+            inner = 0.7978845608 * (v + 0.044715 * v * v * v)
+            acc = 0.5 * v * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
+        cm = pid_m * BM + tl.arange(0, BM)
+        cn = pid_n * BN + tl.arange(0, BN)
+        mask = (cm[:, None] < M) & (cn[None, :] < N)
+        tl.store(c + cm[:, None] * N + cn[None, :], acc.to(c.dtype.element_ty), mask=mask)
 
-    def run(x, y):
+    def run(x, y, bias, config):
+        bm, bn, bk, group, stages, warps = config
         m, k = x.shape
         n = y.shape[1]
-        out = torch.empty(m, n, device=x.device, dtype=torch.float16)
-        kernel[(m // 128, n // 128)](x, y, out, m, n, k, BM=128, BN=128, BK=32)
+        out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+        grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+        matmul_kernel[grid](x, y, out, bias if bias is not None else out, m, n, k, BM=bm, BN=bn, BK=bk,
+                            GROUP_M=group, GELU=bias is not None, num_stages=stages, num_warps=warps)
         return out
 
     return run
 
 
+def tuned_triton(run, x, y, bias, ref, log: list) -> tuple[float, float, str] | None:
+    """The best of TRITON_CONFIGS on these inputs: (ms, rel err, config), every one logged."""
+    best = None
+    for config in TRITON_CONFIGS:
+        try:
+            err = rel_err(run(x, y, bias, config), ref)
+        except Exception as e:  # noqa: BLE001 - a configuration over Triton's shared-memory budget
+            log.append({"triton_config": config, "error": str(e).splitlines()[0][:200]})
+            continue
+        ms = float("nan") if ONCE or err > 2e-2 else bench_ms(lambda: run(x, y, bias, config), rep=100)
+        log.append({"triton_config": config, "ms": ms, "rel_err": err})
+        if err <= 2e-2 and (best is None or ms < best[0]):
+            best = (ms, err, "x".join(map(str, config)))
+    return best
+
+
+# --------------------------------------------------------------------------- tilec
+
+
+def sass_features(kernel) -> str:
+    """Which of HGMMA / UTMALDG / SETMAXREG the kernel's SASS has ('' without cuobjdump)."""
+    tool = shutil.which("cuobjdump")
+    try:
+        cubin = kernel._backend.emit("cubin")
+    except Exception:  # noqa: BLE001 - no ptxas: no cubin to read
+        return "no cubin"
+    if tool is None:
+        return "no cuobjdump"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
+    return " ".join(name for name in ("HGMMA", "UTMALDG", "SETMAXREG") if name in sass) or "none"
+
+
+def tilec_best(build, args, ref, flops: int, log: list, label: str):
+    """Each tile configuration of a reference kernel: (ms, err, tiles, sass) of the fastest correct one."""
+    best = None
+    for tiles in TILES:
+        name = "x".join(map(str, tiles))
+        try:
+            kernel = build(*tiles)
+            err = rel_err(kernel(*args), ref)
+        except Exception as e:  # noqa: BLE001 - e.g. a configuration over the shared-memory budget
+            log.append({"impl": label, "tiles": tiles, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
+            print(f"  {label} {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+            continue
+        ms = float("nan") if ONCE or err > 1e-2 else bench_ms(lambda kernel=kernel: kernel(*args))
+        sass = sass_features(kernel)
+        log.append({"impl": label, "tiles": tiles, "ms": ms, "rel_err": err, "sass": sass,
+                    "tflops": flops / (ms * 1e-3) / 1e12})
+        print(f"  {label} {name}: {ms * 1e3:.0f} us, err {err:.1e}, SASS {sass}", flush=True)
+        if err <= 1e-2 and (best is None or ms < best[0]):
+            best = (ms, err, name, sass)
+    return best
+
+
 def main() -> int:
+    torch.manual_seed(0)
     rows, log = [], []
-    triton_mm = _triton_matmul()
-    for m, n, k in SHAPES:
-        a = torch.randn(m, k, device="cuda").half()
-        b = torch.randn(k, n, device="cuda").half()
+    triton_run = _triton_kernel()
+    cases = [("gemm", shape, dtype) for dtype in DTYPES for shape in SHAPES]
+    cases += [("gemm+bias+gelu", GELU_SHAPE, dtype) for dtype in DTYPES]
+    for what, (m, n, k), dtype in cases:
+        tdtype = getattr(torch, dtype)
+        a = torch.randn(m, k, device="cuda", dtype=tdtype)
+        b = torch.randn(k, n, device="cuda", dtype=tdtype)
+        bias = torch.randn(n, device="cuda", dtype=tdtype) if what != "gemm" else None
         ref = a.float() @ b.float()
+        if bias is not None:
+            ref = torch.nn.functional.gelu(ref + bias.float(), approximate="tanh")
         flops = 2 * m * n * k
-        impls = {"cublas": lambda: a @ b}
-        if triton_mm is not None:
-            impls["triton"] = lambda: triton_mm(a, b)
-        variants = [("tilec simt", {"tilec.enable_mma": False}, {})]
-        variants += [(f"tilec mma {s}st", None, {"num_stages": s}) for s in (1, 2, 3, 4)]
-        variants += [("tilec mma 3st 128x256x32 256t", None, {"num_stages": 3, "block_N": 256, "threads": 256}),
-                     ("tilec mma 4st 128x128x64 256t", None, {"num_stages": 4, "block_K": 64, "threads": 256})]
-        wgmma = {"tilec.enable_wgmma": True}
-        variants += [(f"tilec wgmma {s}st {bm}x{bn}x{bk} {t}t", wgmma,
-                      {"num_stages": s, "block_M": bm, "block_N": bn, "block_K": bk, "threads": t})
-                     for s, bm, bn, bk, t in ((3, 128, 128, 32, 128), (3, 128, 128, 64, 128), (3, 128, 256, 64, 256),
-                                              (4, 128, 128, 64, 256))]
-        for name, configs, tiles in variants:
-            try:
-                tiles = {"block_M": 128, "block_N": 128, **tiles}
-                kernel = tilec.compile(matmul.fn(m, n, k, **tiles), out_idx=[-1], pass_configs=configs)
-            except Exception as e:  # noqa: BLE001 - e.g. a tile config over the shared-memory budget
-                print(f"{name}: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
-                continue
-            impls[name] = lambda kernel=kernel: kernel(a, b)
+        print(f"{what} {m}x{n}x{k} {dtype}", flush=True)
         results = {}
-        for name, fn in impls.items():
-            err = rel_err(fn(), ref)
-            ms = bench_ms(fn) if err < 1e-2 else float("nan")
-            results[name] = (ms, err)
-        base = results["cublas"][0]
-        for name, (ms, err) in results.items():
+        plain = lambda: a @ b  # noqa: E731
+        results["cuBLAS a@b"] = (float("nan") if ONCE else bench_ms(plain), rel_err(plain(), a.float() @ b.float()), "")
+        if bias is not None:
+            unfused = lambda: torch.nn.functional.gelu(a @ b + bias, approximate="tanh")  # noqa: E731
+            results["torch unfused"] = (float("nan") if ONCE else bench_ms(unfused), rel_err(unfused(), ref), "")
+        if triton_run is not None:
+            tlog: list = []
+            best = tuned_triton(triton_run, a, b, bias, ref, tlog)
+            log.append({"case": [what, m, n, k, dtype], "triton": tlog})
+            if best is not None:
+                results["Triton tuned"] = best
+        tdt = getattr(T, dtype)
+        if bias is None:
+            build = lambda bm, bn, bk, s, t: matmul(m, n, k, bm, bn, bk, s, t, dtype=tdt)  # noqa: E731
+            args = (a, b)
+        else:
+            build = lambda bm, bn, bk, s, t: gemm_bias_gelu(m, n, k, bm, bn, bk, s, t, dtype=tdt)  # noqa: E731
+            args = (a, b, bias)
+        klog: list = []
+        best = tilec_best(build, args, ref, flops, klog, "tilec")
+        log.append({"case": [what, m, n, k, dtype], "tilec": klog})
+        if best is not None:
+            results["tilec"] = best
+        base = results["cuBLAS a@b"][0]
+        triton_ms = results.get("Triton tuned", (float("nan"),))[0]
+        for name, (ms, err, *extra) in results.items():
             tflops = flops / (ms * 1e-3) / 1e12
-            rows.append([f"{m}x{n}x{k}", name, f"{ms * 1e3:.0f}", f"{tflops:.0f}", f"{base / ms:.2f}", f"{err:.1e}"])
-            log.append({"shape": [m, n, k], "impl": name, "ms": ms, "tflops": tflops, "rel_err": err})
+            rows.append([f"{what} {m}x{n}x{k}", dtype, name, " ".join(str(e) for e in extra), f"{ms * 1e3:.0f}",
+                         f"{tflops:.0f}", f"{base / ms:.2f}", f"{triton_ms / ms:.2f}", f"{err:.1e}"])
+            log.append({"case": [what, m, n, k, dtype], "impl": name, "ms": ms, "tflops": tflops, "rel_err": err,
+                        "extra": extra})
     write_log("bench_gemm", {"device": device_name(), "rows": log})
-    print(f"float16 GEMM on {device_name()} (median, L2 flushed)")
-    print_table(["shape", "impl", "us", "TFLOP/s", "x cuBLAS", "rel err"], rows)
+    print(f"\nGEMM on {device_name()} (median of CUDA-event timings, L2 flushed; x = time ratio, >1 is faster)")
+    print_table(["case", "dtype", "impl", "tiles / SASS", "us", "TFLOP/s", "x cuBLAS", "x Triton", "rel err"], rows)
     return 0
 
 
