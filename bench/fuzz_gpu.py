@@ -32,14 +32,14 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 CRASH_MARKERS = ("CUDA", "cuda", "illegal", "launch failed")
 
 
-def _worker(seeds, target: str, kinds, conn) -> None:
-    """Runs the cases of `seeds` one by one, sending ("start", seed) then ("done", seed, result)."""
+def _worker(target: str, kinds, conn) -> None:
+    """Runs the seeds the parent sends (None: stop), answering each with ("done", seed, result)."""
     from fuzz.generate import generate
     from fuzz.harness import run_case
 
     device = "cuda" if target not in ("sim", "interp") else "cpu"
-    for seed in seeds:
-        conn.send(("start", seed))
+    conn.send(("ready", None))
+    while (seed := conn.recv()) is not None:
         t0 = time.time()
         try:
             case = generate(seed, kinds)
@@ -53,56 +53,72 @@ def _worker(seeds, target: str, kinds, conn) -> None:
                       "tags": {k: v for k, v in case.prog.tags.items() if not k.startswith("_")},
                       "verdicts": verdicts, "source": case.source, "seconds": time.time() - t0}
         except Exception as e:  # noqa: BLE001 -- a generator failure is a result too
-            result = {"kind": "?", "threads": 0, "configs": {}, "tags": {}, "source": "",
-                      "verdicts": {target: {"status": "generator", "message": repr(e)}}, "seconds": 0.0}
+            result = _lost(target, "generator", repr(e))
         conn.send(("done", seed, result))
         tv = result["verdicts"].get(target, {})
         if device == "cuda" and tv.get("status") in ("crash", "internal") and \
                 any(m in tv.get("message", "") for m in CRASH_MARKERS):
-            return  # the CUDA context may be poisoned: let the parent start a fresh worker
-    conn.send(("exit", None))
+            return  # the CUDA context may be poisoned: the parent starts a fresh worker
 
 
-def _run(seeds: list[int], target: str, kinds, workers: int, on_result) -> None:
-    """Spreads `seeds` over `workers` processes, restarting any that dies mid-case."""
+def _lost(target: str, status: str, message: str) -> dict:
+    return {"kind": "?", "threads": 0, "configs": {}, "tags": {}, "source": "", "seconds": 0.0,
+            "verdicts": {target: {"status": status, "message": message}}}
+
+
+def _run(seeds: list[int], target: str, kinds, workers: int, on_result, deadline: float | None = None) -> list[int]:
+    """Hands `seeds` out to `workers` processes one at a time, replacing any worker that dies
+    mid-case (the case is reported as a crash); stops at `deadline` (a time.time()) and
+    returns the seeds not run."""
     ctx = mp.get_context("spawn")
-    queues = [seeds[i::workers] for i in range(workers)]
-    live = {}
+    todo = list(reversed(seeds))
+    live = {}  # connection -> {"proc", "current"}
 
-    def start(q):
+    def start():
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(q, target, kinds, child), daemon=True)
+        p = ctx.Process(target=_worker, args=(target, kinds, child), daemon=True)
         p.start()
         child.close()
-        live[parent] = {"proc": p, "todo": list(q), "current": None}
+        live[parent] = {"proc": p, "current": None}
 
-    for q in queues:
-        if q:
-            start(q)
+    def feed(conn):
+        st = live[conn]
+        st["current"] = todo.pop() if todo else None
+        conn.send(st["current"])
+        if st["current"] is None:
+            st["proc"].join(timeout=30)
+            del live[conn]
+
+    for _ in range(min(workers, len(seeds))):
+        start()
     while live:
-        for conn in mp.connection.wait(list(live)):
+        if deadline is not None and time.time() > deadline:
+            left = list(todo)
+            for st in live.values():
+                st["proc"].terminate()
+                st["proc"].join(timeout=10)
+                if st["current"] is not None:
+                    left.append(st["current"])
+            return sorted(left)
+        for conn in mp.connection.wait(list(live), timeout=5):
             st = live[conn]
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
                 msg = ("died", None)
-            if msg[0] == "start":
-                st["current"] = msg[1]
-            elif msg[0] == "done":
-                st["todo"].remove(msg[1])
+            if msg[0] == "done":
                 st["current"] = None
                 on_result(msg[1], msg[2])
-            else:  # "exit", or the worker died
-                st["proc"].join(timeout=10)
-                del live[conn]
-                if st["current"] is not None:
-                    seed = st["current"]
-                    st["todo"].remove(seed)
-                    on_result(seed, {"kind": "?", "threads": 0, "configs": {}, "tags": {}, "source": "",
-                                     "seconds": 0.0, "verdicts": {target: {
-                                         "status": "crash", "message": f"worker died (exit {st['proc'].exitcode})"}}})
-                if st["todo"]:
-                    start(st["todo"])
+            if msg[0] in ("ready", "done") and st["proc"].is_alive():
+                feed(conn)
+                continue
+            st["proc"].join(timeout=10)  # the worker died, or left after a CUDA error
+            del live[conn]
+            if st["current"] is not None:
+                on_result(st["current"], _lost(target, "crash", f"worker died (exit {st['proc'].exitcode})"))
+            if todo:
+                start()
+    return []
 
 
 def _table(title: str, rows: dict, columns: list[str]) -> str:
@@ -122,6 +138,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="where failing kernels and summary.json go")
     ap.add_argument("--no-avoid", action="store_true", help="also generate the constructs of known bugs")
     ap.add_argument("--quiet", action="store_true", help="no per-case progress lines")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="stop after this many seconds and report the seeds not run (for capped sessions)")
     args = ap.parse_args(argv)
     if args.no_avoid:
         os.environ["TILEC_FUZZ_KNOWN"] = "hit"
@@ -165,7 +183,8 @@ def main(argv=None) -> int:
             print(f"[{done[0]}/{len(seeds)} {time.time() - t0:6.0f}s] seed {seed} {r['kind']} threads {r['threads']}: "
                   f"{worst}", flush=True)
 
-    _run(seeds, args.target, kinds, max(1, args.workers), on_result)
+    deadline = None if args.time_limit is None else t0 + args.time_limit
+    left = _run(seeds, args.target, kinds, max(1, args.workers), on_result, deadline)
     elapsed = time.time() - t0
     statuses = sorted({s for c in by_kind.values() for s in c})
     print()
@@ -173,13 +192,17 @@ def main(argv=None) -> int:
     print()
     print(_table(f"by thread count ({args.target})", by_threads, sorted({s for c in by_threads.values() for s in c})))
     print()
-    print(f"{len(seeds)} cases from seed {args.seed} on interp and {args.target} in {elapsed:.0f} s; "
-          f"{len(failures)} failures")
+    print(f"{done[0]} cases of seeds {args.seed}..{args.seed + args.cases - 1} on interp and {args.target} in "
+          f"{elapsed:.0f} s; {len(failures)} failures")
+    if left:
+        print(f"time limit: {len(left)} cases not run; resume with --seed {left[0]} "
+              f"--cases {args.seed + args.cases - left[0]} (summary.json lists them)")
     for f in sorted(failures, key=lambda f: f["seed"]):
         print(f"\n--- seed {f['seed']} {f['kind']} threads {f['threads']} {f['configs']}: {f['target']} {f['status']}\n"
               f"{f['message'][:2000]}\n(source: {os.path.join(out_dir, f['target'] + '_seed' + str(f['seed']) + '.py')})")
     with open(os.path.join(out_dir, "summary.json"), "w") as fh:
-        json.dump({"seed": args.seed, "cases": args.cases, "target": args.target, "seconds": elapsed,
+        json.dump({"seed": args.seed, "cases": args.cases, "run": done[0], "not_run": left, "target": args.target,
+                   "seconds": elapsed,
                    "by_kind": by_kind, "by_threads": {str(k): v for k, v in by_threads.items()},
                    "by_tag": by_tag, "failures": failures}, fh, indent=1, default=dict)
     return 1 if failures else 0

@@ -87,18 +87,36 @@ def global_leaf(prog: Program, sp: Space, t: Tensor) -> Leaf:
     return Leaf(text, t.dtype, 3.0, get)
 
 
-def parallel_assign(prog: Program, shape, target: str, expr, write) -> None:
-    """`for i, j in T.Parallel(...): <target> = <expr>`; `write(env, R)` is the reference."""
+def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None) -> None:
+    """`for i, j in T.Parallel(...): <target> = <expr>`; `write(env, R)` is the reference.
+    With `branch` = (cond, expr2) the body is `if cond: target = expr / else: target = expr2`."""
     vars_ = LOOP_VARS[: len(shape)]
     prog.emit(f"for {', '.join(vars_)} in T.Parallel({', '.join(map(str, shape))}):")
     with prog.indent():
-        prog.emit(f"{target} = {expr.text}")
+        if branch is None:
+            prog.emit(f"{target} = {expr.text}")
+        else:
+            prog.emit(f"if {branch[0].text}:")
+            prog.emit(f"    {target} = {expr.text}")
+            prog.emit("else:")
+            prog.emit(f"    {target} = {branch[1].text}")
 
     def run(env):
         r = expr.fn(env)
-        write(env, R(np.broadcast_to(r.v, shape).copy(), np.broadcast_to(r.m, shape).copy(), r.b))
+        v, m, b = np.broadcast_to(r.v, shape), np.broadcast_to(r.m, shape), r.b
+        if branch is not None:
+            r2, c = branch[1].fn(env), np.broadcast_to(branch[0].fn(env), shape)
+            v, m, b = np.where(c, v, r2.v), np.where(c, m, r2.m), max(b, r2.b)
+        write(env, R(np.array(v, dtype=np.float64), np.array(m, dtype=np.float64), b))
 
     prog.step(run)
+
+
+def narrowest(*dtypes: str | None) -> str:
+    """The dtype with the largest unit roundoff (for a bound covering several sources)."""
+    from .program import UNIT
+
+    return max((t for t in dtypes if t is not None), key=lambda t: UNIT[t])
 
 
 def write_tile(tile: Tile, src_dtype: str):

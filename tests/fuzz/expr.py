@@ -231,20 +231,42 @@ def _cast(a: Expr, dtype: str, style: str) -> Expr | None:
     return Expr(text, dtype, a.bound, fn, a.size + 1)
 
 
-def _select(cond: tuple[Leaf, str, Leaf | float], a: Expr, b: Expr) -> Expr:
-    lhs, op, rhs = cond
-    dt = common(a.dtype, b.dtype)
+@dataclass
+class Cond:
+    """A comparison of exact leaves (or a leaf and a constant): text and its boolean array."""
+
+    text: str
+    fn: object  # Env -> bool array
+
+
+def _condition(d, leaves: list[Leaf]) -> Cond | None:
+    exact = [leaf for leaf in leaves if leaf.exact]
+    if not exact:
+        return None
+    lhs = d.choice(exact)
+    rhs = d.choice(exact) if d.chance(0.5) else d.choice((0.0, 0.5, -0.5))
+    op = d.choice((">", "<", ">=", "<="))
     cmp = {">": np.greater, "<": np.less, ">=": np.greater_equal, "<=": np.less_equal}[op]
     rtext = rhs.text if isinstance(rhs, Leaf) else repr(rhs)
 
     def fn(env):
+        return cmp(lhs.get(env).v, rhs.get(env).v if isinstance(rhs, Leaf) else rhs)
+
+    return Cond(f"{lhs.text} {op} {rtext}", fn)
+
+
+condition = _condition
+
+
+def _select(cond: Cond, a: Expr, b: Expr) -> Expr:
+    dt = common(a.dtype, b.dtype)
+
+    def fn(env):
         x, y = a.fn(env), b.fn(env)
-        lv = lhs.get(env).v
-        rv = rhs.get(env).v if isinstance(rhs, Leaf) else rhs
-        c = cmp(lv, rv)
+        c = cond.fn(env)
         return R(np.where(c, x.v, y.v), np.where(c, x.m, y.m), max(x.b, y.b))
 
-    return Expr(f"T.if_then_else({lhs.text} {op} {rtext}, {a.text}, {b.text})", dt, max(a.bound, b.bound), fn,
+    return Expr(f"T.if_then_else({cond.text}, {a.text}, {b.text})", dt, max(a.bound, b.bound), fn,
                 a.size + b.size + 2)
 
 
@@ -259,7 +281,7 @@ def expression(d, leaves: list[Leaf], depth: int) -> Expr:
 
 
 def _expression(d, leaves: list[Leaf], depth: int) -> Expr:
-    if depth <= 0 or d.chance(0.25):
+    if depth <= 0 or d.chance(0.15):
         if d.chance(0.15):
             return _const(d.choice(CONSTANTS))
         return _leaf(d.choice(leaves))
@@ -274,13 +296,9 @@ def _expression(d, leaves: list[Leaf], depth: int) -> Expr:
         a = expression(d, leaves, depth - 1)
         return _pow(a, d.choice((0.5, 1.5, 2.0, -1.0))) or a
     if form == "select":
-        exact = [leaf for leaf in leaves if leaf.exact]
         a, b = expression(d, leaves, depth - 1), _expression(d, leaves, depth - 1)
-        if not exact:
-            return a
-        lhs = d.choice(exact)
-        rhs = d.choice(exact) if d.chance(0.5) else d.choice((0.0, 0.5, -0.5))
-        return _select((lhs, d.choice((">", "<", ">=", "<=")), rhs), a, b)
+        cond = _condition(d, leaves)
+        return a if cond is None else _select(cond, a, b)
     a, b = _expression(d, leaves, depth - 1), _expression(d, leaves, depth - 1)
     if a.dtype is None and b.dtype is None:
         b = _leaf(d.choice(leaves))

@@ -14,12 +14,13 @@ import numpy as np
 from .draw import Draw, HypothesisDraw
 from .program import Program
 from .recipes import copy, elementwise, reduce, scan
+from .recipes_fused import fused
 from .recipes_gemm import atomic, gemm
 
 # How often each kind is drawn (out of the sum).
 RECIPES = {"elementwise": elementwise, "reduce": reduce, "scan": scan, "copy": copy, "gemm": gemm,
-           "atomic": atomic}
-WEIGHTS = {"elementwise": 3, "reduce": 3, "scan": 2, "copy": 3, "gemm": 3, "atomic": 2}
+           "atomic": atomic, "fused": fused}
+WEIGHTS = {"elementwise": 3, "reduce": 3, "scan": 2, "copy": 3, "gemm": 3, "atomic": 2, "fused": 3}
 
 
 @dataclass

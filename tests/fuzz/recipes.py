@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, fill, global_leaf,
-                     maybe_swizzle, padded, parallel_assign, space, threads, tile_leaf, write_global, write_tile)
-from .expr import Leaf, expression
+                     maybe_swizzle, narrowest, padded, parallel_assign, space, threads, tile_leaf, write_global, write_tile)
+from .expr import Leaf, condition, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_unit
 
@@ -57,13 +57,20 @@ def elementwise(d) -> Program:
         parallel_assign(prog, sp.t, f"{tmp.name}[{', '.join(vars_)}]", e, write_tile(tmp, e.dtype))
         leaves.append(tile_leaf(tmp, vars_, exact=False, bound=e.bound))
     e = expression(d, leaves, d.int(1, 4))
+    branch, src_dt = None, e.dtype
+    if d.chance(0.2):  # an if/else statement in the loop body
+        cond = condition(d, leaves)
+        if cond is not None:
+            e2 = expression(d, leaves, d.int(1, 3))
+            branch, src_dt = (cond, e2), narrowest(e.dtype, e2.dtype)
+            prog.tag("branch", True)
     path = d.choice(("global", "fragment", "shared"))
     if path == "global":
         target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(offs, vars_))}]"
-        parallel_assign(prog, sp.t, target, e, write_global(sp, out, e.dtype))
+        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt), branch)
     else:
         y = prog.alloc(path, sp.t, d.choice(DTYPES))
-        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, e.dtype))
+        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch)
         prog.store(y, out, offs, form=d.choice(("point", "slice")))
     return prog
 
@@ -166,8 +173,11 @@ def reduce(d) -> Program:
         clear = d.chance(0.7)
         if not clear:
             fill(prog, y, d.choice((0.0, 1.0, -1.0)))
-        clear_arg = "" if clear and d.chance(0.5) else f", clear={clear}"
-        prog.emit(f"{call}({x.name}, {y.name}{dim_arg}{clear_arg})")
+        if ndim == 2 and x.scope == "shared" and y.scope == "fragment" and d.chance(0.4):
+            _serial_reduce(prog, kind, x, y, dim, clear)
+        else:
+            clear_arg = "" if clear and d.chance(0.5) else f", clear={clear}"
+            prog.emit(f"{call}({x.name}, {y.name}{dim_arg}{clear_arg})")
         prog.step(lambda env, x=x, y=y, clear=clear: env.tiles.__setitem__(y.name, reduce_ref(
             kind, env.tiles[x.name], dim, out_shape, y.dtype, None if clear else env.tiles[y.name])))
     # outputs: the reduced tile (one entry per block along a gridded reduce dim) ...
@@ -207,6 +217,28 @@ def reduce(d) -> Program:
         parallel_assign(prog, sp.t, f"{z.name}[{', '.join(vars_)}]", e, write_tile(z, e.dtype))
         prog.store(z, Z, sp.offs(prog))
     return prog
+
+
+def _serial_reduce(prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: bool) -> None:
+    """The reduction written out: a T.alloc_var accumulator per T.Parallel element, a
+    T.serial loop over the reduced dim (x is shared: fragments take loop variables only)."""
+    n = x.shape[dim]
+    at = (lambda k: f"{x.name}[i, {k}]") if dim == 1 else (lambda k: f"{x.name}[{k}, i]")
+    elem = (lambda k: f"T.abs({at(k)})") if kind.startswith("abs") else at
+    combine = {"sum": "acc + {}", "abssum": "acc + {}", "max": "T.max(acc, {})", "absmax": "T.max(acc, {})",
+               "min": "T.min(acc, {})"}[kind]
+    if clear and kind in ("max", "min"):
+        init, start = elem(0), "1, "  # start from the first element
+    else:
+        init, start = (f"{y.name}[i]" if not clear else "0.0"), ""
+    prog.emit(f"for i in T.Parallel({x.shape[1 - dim]}):")
+    with prog.indent():
+        prog.emit(f"acc = T.alloc_var(T.float32, init={init})")
+        prog.emit(f"for k in T.serial({start}{n}):")
+        with prog.indent():
+            prog.emit(f"acc = {combine.format(elem('k'))}")
+        prog.emit(f"{y.name}[i] = acc")
+    prog.tag("serial_reduce", True)
 
 
 def _store_reduced(prog: Program, y: Tile, Y: Tensor, yoffs: list[Off], dim: int, ndim: int) -> None:

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .common import Space, fill, maybe_swizzle, padded, parallel_assign, space, threads, tile_leaf, write_global
-from .expr import Leaf, expression
+from .expr import Expr, Leaf, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, convert_unit
 from .recipes import REDUCE_KINDS, reduce_ref
@@ -57,6 +57,9 @@ def gemm(d) -> Program:
     ta, tb = d.chance(0.3), d.chance(0.4)
     prog = Program("gemm", _gemm_threads(d, engine), (gn, gm), ENGINES[engine])
     prog.tag("engine", engine)
+    if d.chance(0.15):  # block rasterization: the blocks' indices are permuted, the result is not
+        prog.emit(d.choice(("T.use_swizzle(2)", "T.use_swizzle(panel_size=4)", "T.use_swizzle(2, order=\"col\")")))
+        prog.tag("use_swizzle", True)
     in_dt = {"A": dt, "B": dt}
     for name in in_dt:
         if dt != "float32" and d.chance(0.15):
@@ -256,6 +259,8 @@ def atomic(d) -> Program:
             sp = Space((t0, t1), sp.g, sp.n)
         Out = prog.tensor("Out", (t1,), out_dt, "acc")
         e = expression(d, [tile_leaf(x, ("i", "j"))], d.int(0, 2))
+        if kind == "add" and d.chance(0.15) and not avoid("invariant_atomic_in_parallel"):
+            e = Expr("1.0", "float32", 1.0, lambda env: R(np.ones(sp.t), np.ones(sp.t), 0.0))  # counts iterations
         prog.emit(f"for i, j in T.Parallel({t0}, {t1}):")
         with prog.indent():
             prog.emit(f"{fn}(Out[j], {e.text})")
