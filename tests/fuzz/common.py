@@ -32,16 +32,61 @@ class Space:
     t: tuple[int, ...]
     g: tuple[int, ...]
     n: tuple[int, ...]
+    walk: int | None = None  # a tile dim walked by the loop variable `ko` instead of the grid
 
     @property
     def grid(self) -> tuple[int, ...]:
-        return tuple(reversed(self.g))
+        return tuple(reversed([1 if k == self.walk else g for k, g in enumerate(self.g)]))
 
     def grid_dim(self, k: int) -> int:
         return len(self.t) - 1 - k
 
-    def offs(self, prog: Program) -> list[Off]:
-        return [prog.block_off(self.grid_dim(k), t) for k, t in enumerate(self.t)]
+    def offs(self, prog: Program, shift=None) -> list[Off]:
+        """Each dim's block offset (`by * 16`, or `ko * 16` for the walked dim), plus `shift`."""
+        out = []
+        for k, t in enumerate(self.t):
+            o = Off(f"ko * {t}", lambda env, t=t: env.loops["ko"] * t) if k == self.walk else \
+                prog.block_off(self.grid_dim(k), t)
+            c = 0 if shift is None else shift[k]
+            if c:
+                o = Off(f"{o.text} {'+' if c > 0 else '-'} {abs(c)}", lambda env, o=o, c=c: o.fn(env) + c)
+            out.append(o)
+        return out
+
+    def offsets(self, env) -> list[int]:
+        return [env.loops["ko"] * t if k == self.walk else env.block[self.grid_dim(k)] * t
+                for k, t in enumerate(self.t)]
+
+
+def walk_loop(d, prog: Program, sp: Space):
+    """The loop over the walked dim: T.serial, range, T.unroll or T.Pipelined with 0-3 stages."""
+    n = sp.g[sp.walk]
+    form = d.choice(("serial", "range", "pipelined", "unroll"))
+    stages = d.int(0, 3)
+    header = {"serial": f"T.serial({n})", "range": f"range({n})", "unroll": f"T.unroll({n})",
+              "pipelined": f"T.Pipelined({n}, num_stages={stages})"}[form]
+    prog.tag("loop", f"{form}{stages if form == 'pipelined' else ''}")
+    return prog.loop("ko", header, n)
+
+
+def maybe_walk(d, sp: Space, p: float = 0.25) -> Space:
+    """Sometimes walks the first dim with a loop inside the block (at least two iterations)."""
+    if not d.chance(p):
+        return sp
+    g = (max(sp.g[0], d.int(2, 3)),) + sp.g[1:]
+    n = (g[0] * sp.t[0] - (d.int(0, sp.t[0] - 1) if d.chance(0.6) else 0),) + sp.n[1:]
+    return Space(sp.t, g, n, walk=0)
+
+
+def shift(d, sp: Space):
+    """Now and then an input region starts off the tile grid: +1..+3, or -1 (below index 0
+    for the first block, unless known.py steers around that)."""
+    from .known import avoid
+
+    if not d.chance(0.2):
+        return None
+    options = (0, 1, 2, 3) if avoid("negative_global_index") else (-1, 0, 1, 2, 3)
+    return [d.choice(options) for _ in sp.t]
 
 
 def tile_shape(d, ndim: int, max_elems: int) -> tuple[int, ...]:
@@ -62,8 +107,7 @@ def space(d, ndim: int, max_elems: int = 1024, max_blocks: int = 3) -> Space:
 def block_slices(sp: Space, env, extents=None):
     """The block's region of a tensor of the space's shape: (tensor slices, tile slices)."""
     ext = sp.t if extents is None else extents
-    offs = [env.block[sp.grid_dim(k)] * sp.t[k] for k in range(len(sp.t))]
-    return clip(offs, ext, sp.n)
+    return clip(sp.offsets(env), ext, sp.n)
 
 
 def tile_leaf(tile: Tile, vars_: tuple[str, ...], exact: bool = True, bound: float = 3.0) -> Leaf:
@@ -71,15 +115,15 @@ def tile_leaf(tile: Tile, vars_: tuple[str, ...], exact: bool = True, bound: flo
     return Leaf(f"{tile.name}[{', '.join(vars_)}]", tile.dtype, bound, lambda env: env.tiles[tile.name], exact)
 
 
-def global_leaf(prog: Program, sp: Space, t: Tensor) -> Leaf:
+def global_leaf(prog: Program, sp: Space, t: Tensor, shift_=None) -> Leaf:
     """`A[by * 16 + i, bx * 32 + j]` inside a T.Parallel over the tile: zero out of range."""
-    offs = sp.offs(prog)
+    offs = sp.offs(prog, shift_)
     vars_ = LOOP_VARS[: len(sp.t)]
     text = f"{t.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(offs, vars_))}]"
 
     def get(env):
         v = np.zeros(sp.t)
-        c = block_slices(sp, env)
+        c = clip([o.fn(env) for o in offs], sp.t, t.shape)
         if c is not None:
             v[c[1]] = env.g[t.name].v[c[0]]
         return R.exact(v)

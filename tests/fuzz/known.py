@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import os
 
-KNOWN_BUGS: dict = {}
+KNOWN_BUGS = {
+    "negative_global_index": "a global region or element below index 0 (T.copy(A[bx * 8 - 1], s), "
+                             "A[bx * 8 + i - 1] in T.Parallel) is read and written unguarded on the CUDA path "
+                             "(the interpreter reads 0 and skips the write) (test_negative_global_index)",
+}
 
 
 def avoid(name: str) -> bool:

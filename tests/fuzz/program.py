@@ -99,6 +99,7 @@ class Env:
     block: tuple[int, ...]
     g: dict  # tensor name -> Global (shared by all blocks)
     tiles: dict = field(default_factory=dict)  # tile name -> R
+    loops: dict = field(default_factory=dict)  # loop variable -> its current iteration
 
 
 def clip(offsets: list[int], extents: tuple[int, ...], shape: tuple[int, ...]):
@@ -168,6 +169,27 @@ class Program:
             yield
         finally:
             self._depth -= 1
+
+    @contextmanager
+    def loop(self, var: str, header: str, count: int):
+        """`for var in <header>:` around the statements emitted inside; their reference steps
+        run `count` times with `env.loops[var]` set."""
+        self.emit(f"for {var} in {header}:")
+        outer, self.steps = self.steps, []
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            inner, self.steps = self.steps, outer
+
+            def run(env, inner=inner):
+                for it in range(count):
+                    env.loops[var] = it
+                    for fn in inner:
+                        fn(env)
+
+            self.steps.append(run)
 
     def tag(self, key: str, value) -> None:
         self.tags[key] = value

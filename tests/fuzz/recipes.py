@@ -17,12 +17,14 @@ statements, and their reference steps.  Thread counts run from 32 to 1024 in ste
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, fill, global_leaf,
-                     maybe_swizzle, narrowest, padded, parallel_assign, space, threads, tile_leaf, write_global, write_tile)
+from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, fill, global_leaf, maybe_swizzle,
+                     maybe_walk, narrowest, padded, parallel_assign, shift, space, threads, tile_leaf, walk_loop,
+                     write_global, write_tile)
 from .expr import Leaf, condition, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_unit
@@ -34,22 +36,31 @@ from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_
 
 def elementwise(d) -> Program:
     ndim = d.int(1, 3)
-    sp = space(d, ndim, max_elems=1024)
+    sp = maybe_walk(d, space(d, ndim, max_elems=1024))
     prog = Program("elementwise", threads(d), sp.grid)
     prog.tag("ndim", ndim)
-    offs = sp.offs(prog)
     vars_ = LOOP_VARS[:ndim]
     inputs = [prog.tensor(f"A{n}", sp.n, d.choice(DTYPES), "in") for n in range(d.int(1, 3))]
     out = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
+    with walk_loop(d, prog, sp) if sp.walk is not None else nullcontext():
+        _elementwise_body(d, prog, sp, inputs, out, vars_)
+    return prog
+
+
+def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
+    offs = sp.offs(prog)
     leaves = []
     for a in inputs:
         path = d.choice(("global", "fragment", "shared"))
+        sh = shift(d, sp)
+        if sh is not None:
+            prog.tag("shift", True)
         if path == "global":
-            leaves.append(global_leaf(prog, sp, a))
+            leaves.append(global_leaf(prog, sp, a, sh))
             continue
         tile = prog.alloc(path, sp.t, d.choice(DTYPES))
         maybe_swizzle(d, prog, tile)
-        prog.load(a, offs, tile, form=d.choice(("point", "slice")))
+        prog.load(a, sp.offs(prog, sh), tile, form=d.choice(("point", "slice")))
         leaves.append(tile_leaf(tile, vars_, exact=convert_unit(a.dtype, tile.dtype) == 0))
     for _ in range(d.int(0, 1)):  # an intermediate fragment computed from the inputs
         e = expression(d, leaves, d.int(1, 3))
@@ -72,7 +83,6 @@ def elementwise(d) -> Program:
         y = prog.alloc(path, sp.t, d.choice(DTYPES))
         parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch)
         prog.store(y, out, offs, form=d.choice(("point", "slice")))
-    return prog
 
 
 # --------------------------------------------------------------------------- #
@@ -322,10 +332,13 @@ def scan(d) -> Program:
 def copy(d) -> Program:
     ndim = d.choice((1, 2, 2, 3))
     sp = space(d, ndim, max_elems=2048)
+    global_to_global = d.chance(0.1)
+    if not global_to_global:
+        sp = maybe_walk(d, sp)
     prog = Program("copy", threads(d), sp.grid)
     offs = sp.offs(prog)
     A = prog.tensor("A", sp.n, d.choice(DTYPES), "in")
-    if d.chance(0.1):  # global to global
+    if global_to_global:
         B = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
         forms = d.choice((("slice", "slice"), ("point", "slice"), ("slice", "point")))  # one side gives the shape
         prog.emit(f"T.copy({prog.region(A, offs, sp.t, forms[0])}, {prog.region(B, offs, sp.t, forms[1])})")
@@ -340,26 +353,20 @@ def copy(d) -> Program:
         prog.step(run)
         prog.tag("hops", "global")
         return prog
-    cur = prog.alloc(d.choice(("shared", "fragment")), sp.t, d.choice(DTYPES))
-    maybe_swizzle(d, prog, cur)
-    prog.load(A, offs, cur, form=d.choice(("point", "slice")))
-    transposed = False
-    hops = []
-    for _ in range(d.int(0, 3)):
-        hop = d.choice(("copy", "copy", "transpose", "subregion", "scale"))
-        if hop == "transpose" and len(cur.shape) != 2:
-            hop = "copy"
-        hops.append(hop)
-        cur = _HOPS[hop](d, prog, cur)
-        transposed ^= hop == "transpose"
+    hops = [d.choice(("copy", "copy", "transpose", "subregion", "scale")) for _ in range(d.int(0, 3))]
+    hops = [h if h != "transpose" or ndim == 2 else "copy" for h in hops]
+    transposed = hops.count("transpose") % 2 == 1
+    B = prog.tensor("B", tuple(reversed(sp.n)) if transposed else sp.n, d.choice(DTYPES), "out")
     prog.tag("hops", "+".join(hops) or "load-store")
-    if transposed:
-        B = prog.tensor("B", tuple(reversed(sp.n)), d.choice(DTYPES), "out")
-        boffs = list(reversed(offs))
-    else:
-        B = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
-        boffs = offs
-    prog.store(cur, B, boffs, form=d.choice(("point", "slice")))
+    with walk_loop(d, prog, sp) if sp.walk is not None else nullcontext():
+        offs = sp.offs(prog)
+        cur = prog.alloc(d.choice(("shared", "fragment")), sp.t, d.choice(DTYPES))
+        maybe_swizzle(d, prog, cur)
+        sh = shift(d, sp)
+        prog.load(A, sp.offs(prog, sh), cur, form=d.choice(("point", "slice")))
+        for hop in hops:
+            cur = _HOPS[hop](d, prog, cur)
+        prog.store(cur, B, list(reversed(offs)) if transposed else offs, form=d.choice(("point", "slice")))
     return prog
 
 

@@ -185,3 +185,72 @@ def test_broadcast_of_a_reduction_into_another_dtype(target):
     x, z = torch.randn(64, 32, device=dev), torch.full((64, 32), float("nan"), device=dev)
     tilec.compile(broadcast_of_a_reduction_into_float16(), target=target)(x, z)
     _close(z, x.sum(0, keepdim=True).half().expand(64, 32), tol=1e-3)
+
+
+# --------------------------------------------------------------------------- #
+# 5. Global indices below 0: the interpreter reads 0 and skips the write (out-of-bounds
+#    parts of global tensors are neither read nor written); the CUDA path accesses them.
+# --------------------------------------------------------------------------- #
+
+
+def copy_from_below_zero():
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            f = T.alloc_fragment((8,), T.float32)
+            T.copy(A[bx * 8 - 2], f)
+            T.copy(f, B)
+
+    return main
+
+
+def copy_to_below_zero():
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            s = T.alloc_shared((8,), T.float32)
+            T.copy(A, s)
+            T.copy(s, B[bx * 8 - 1])
+
+    return main
+
+
+def parallel_read_below_zero():
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(8):
+                B[i] = A[bx * 8 + i - 1]
+
+    return main
+
+
+def parallel_write_below_zero():
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(8):
+                B[bx * 8 + i - 1] = A[i]
+
+    return main
+
+
+_NAN = float("nan")
+NEGATIVE = [
+    (copy_from_below_zero, lambda a: torch.cat([torch.zeros(2), a[:-2]])),
+    (copy_to_below_zero, lambda a: torch.cat([a[1:], torch.tensor([_NAN])])),
+    (parallel_read_below_zero, lambda a: torch.cat([torch.zeros(1), a[:-1]])),
+    (parallel_write_below_zero, lambda a: torch.cat([a[1:], torch.tensor([_NAN])])),
+]
+
+
+@pytest.mark.parametrize("make,want", NEGATIVE, ids=[m.__name__ for m, _ in NEGATIVE])
+@targets("negative_global_index", reason="sim: 'access at element -1 outside global memory (simulated)'; on the "
+                                         "GPU an unguarded out-of-bounds access")
+def test_negative_global_index(make, want, target):
+    dev = _device(target)
+    a, b = torch.randn(8, device=dev), torch.full((8,), _NAN, device=dev)
+    tilec.compile(make(), target=target)(a, b)
+    expect = want(a.cpu())
+    assert torch.equal(torch.isnan(b.cpu()), torch.isnan(expect)), f"written: {b}\nwant {expect}"
+    _close(b.cpu()[~torch.isnan(expect)], expect[~torch.isnan(expect)])
