@@ -21,6 +21,7 @@ gets the default coalesced layout, largest fragments first.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -34,6 +35,7 @@ from tilec.errors import error_at
 
 from ._layout import (
     Layout,
+    Mode,
     default_layout,
     gemm_accumulator_layout,
     mma_accumulator_layout,
@@ -60,6 +62,11 @@ def _bytes(typ) -> int:
     return max(1, from_ir(typ.element_type).bits // 8)
 
 
+def _in_order(dims: tuple[int | None, ...]) -> bool:
+    """Whether an access indexes with distinct loop variables in loop order (`x[i, j]`, `y[j]`)."""
+    return None not in dims and list(dims) == sorted(set(dims))
+
+
 @dataclass
 class _Access:
     alloc: tile.AllocOp
@@ -81,6 +88,64 @@ def _parallel_accesses(loop: tile.ParallelOp) -> tuple[list[_Access], int]:
     return accesses, smallest
 
 
+def _rep_key(modes) -> tuple[tuple[int, int], ...]:
+    """Replication thread modes as (size, stride), adjacent ones merged (8t16 == 4t16 + 2t64)."""
+    merged: list[list[int]] = []
+    for stride, size in sorted((m.stride, m.size) for m in modes if m.size > 1):
+        for run in merged:
+            if run[1] * run[0] == stride:
+                run[0] *= size
+                break
+        else:
+            merged.append([size, stride])
+    return tuple(sorted((a, b) for a, b in merged))
+
+
+def same_threads(a: Layout, b: Layout) -> bool:
+    """Whether `a` and `b` put every element on the same threads (slots and the split of replication may differ)."""
+    def key(lay: Layout):
+        return tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes) for modes in lay.dims)
+
+    return key(a) == key(b) and _rep_key(a.rep) == _rep_key(b.rep)
+
+
+def extend(frag: Layout, dims: tuple[int, ...], shape: tuple[int, ...], vec: int) -> Layout:
+    """A layout for a loop of `shape` whose projection on loop dims `dims` is `frag`.
+
+    The loop's other dims take the fragment's replication threads where they divide them,
+    then slots (a vector run of up to `vec` innermost): a loop that reads a fragment as a
+    broadcast (`y[i]` in `T.Parallel(m, n)`) follows the layout the fragment already has.
+    """
+    rep = sorted(frag.rep, key=lambda m: m.stride)
+    slot_stride = max(1, frag.num_slots)
+    out: list[tuple[Mode, ...]] = [()] * len(shape)
+    for k, d in enumerate(dims):
+        out[d] = frag.dims[k]
+    for d in reversed([d for d in range(len(shape)) if d not in dims]):
+        n, threads = shape[d], []
+        while rep and n > 1:
+            take = math.gcd(rep[0].size, n)
+            if take == 1:
+                break
+            mode = rep.pop(0)
+            threads.append(Mode(take, "t", mode.stride))
+            if take < mode.size:
+                rep.insert(0, Mode(mode.size // take, "t", mode.stride * take))
+            n //= take
+        inner = 1
+        while inner < vec and n % (inner * 2) == 0:
+            inner *= 2
+        modes = []
+        if n // inner > 1:
+            modes.append(Mode(n // inner, "s", slot_stride * inner))
+        modes += reversed(threads)  # the higher-stride thread part is the more significant
+        if inner > 1:
+            modes.append(Mode(inner, "s", slot_stride))
+        slot_stride *= n
+        out[d] = tuple(modes) or (Mode(1, "s", 1),)
+    return Layout(tuple(out), tuple(rep))
+
+
 def project(layout: Layout, dims: tuple[int, ...]) -> Layout:
     """`layout` restricted to loop dims `dims` (in order): the others become replication."""
     for d in sorted(set(range(len(layout.dims))) - set(dims), reverse=True):
@@ -99,7 +164,7 @@ class _Inference:
         if old is None:
             self.layouts[key] = layout
             return True
-        if not old.same_threads(layout):
+        if not same_threads(old, layout):
             name = getattr(key, "result", None)
             what = f"fragment %{name.name_hint}" if name is not None and name.name_hint else "a fragment"
             raise error_at(where, f"{what} is used with incompatible thread layouts: {old} and {layout}",
@@ -122,6 +187,8 @@ class _Inference:
         loops = [op for op in ops if isinstance(op, tile.ParallelOp)]
         while True:
             self.propagate(ops, loops)
+            if any(self.follow(loop) for loop in loops if loop not in self.layouts):
+                continue
             pending = [a for a in allocs if a not in self.layouts]
             if pending:
                 alloc = max(pending, key=lambda a: a.result.type.num_elements())
@@ -132,6 +199,15 @@ class _Inference:
                 return
             loop = loose[0]
             self.layouts[loop] = default_layout(loop.shape, self.threads, 16 // _parallel_accesses(loop)[1])
+
+    def follow(self, loop: tile.ParallelOp) -> bool:
+        """Gives `loop` the extension of a fragment it reads with fewer dims, when one has a layout."""
+        accesses, smallest = _parallel_accesses(loop)
+        for a in accesses:
+            if a.alloc in self.layouts and _in_order(a.dims) and len(a.dims) < len(loop.shape):
+                self.layouts[loop] = extend(self.layouts[a.alloc], a.dims, loop.shape, 16 // smallest)
+                return True
+        return False
 
     def vec_for(self, alloc: tile.AllocOp, ops) -> int:
         sizes = [_bytes(alloc.result.type)]
@@ -174,7 +250,7 @@ class _Inference:
                 return False
         layout = self.layouts[loop]
         for a in accesses:
-            if None in a.dims or len(set(a.dims)) != len(a.dims) or list(a.dims) != sorted(a.dims):
+            if not _in_order(a.dims):
                 continue  # constant or permuted indices: the lowering reads such fragments as it can
             changed |= self.set(a.alloc, project(layout, a.dims), loop)
         return changed

@@ -8,8 +8,8 @@ Establishes: each shared `tile.alloc` has `offset = <bytes> : i64`, a multiple
   disjoint bytes; each `tile.kernel` has `smem_bytes = <total> : i64`.
   Sizes are the buffers' types as they are now (multi-buffered stages must be
   in the types already); `tile.alloc_barrier` mbarriers are not counted.
-Fails: TilecError at the kernel when the total exceeds `limit` bytes, listing
-  every shared buffer.
+Fails: TilecError at the kernel when the total exceeds `limit` bytes (the limit
+  of `target`, named in the message), listing every shared buffer.
 
 A live range is the program-order interval from a buffer's first use to its
 last, counting uses through `tile.region` / `tile.reshape` / `tile.stage` views (not
@@ -143,6 +143,15 @@ def place(buffers: list[_Buffer]) -> int:
     return max((b.offset + b.nbytes for b in buffers), default=0)
 
 
+def shared_memory_bytes(kernel: tile.KernelOp) -> tuple[int, str]:
+    """Bytes of shared memory `kernel` needs as this pass would place it, and its buffers in words.
+
+    Leaves the IR alone: the interpreter uses it to refuse what no GPU target could run.
+    """
+    buffers = _collect(kernel)
+    return place(buffers), "; ".join(b.describe() for b in buffers)
+
+
 @dataclass(frozen=True)
 class TilePlanSharedMemoryPass(ModulePass):
     """Give every shared buffer a byte offset; buffers never alive together share bytes."""
@@ -151,6 +160,9 @@ class TilePlanSharedMemoryPass(ModulePass):
 
     limit: int = 232448
     """Bytes of shared memory one block may use (sm_90's 227 KiB by default)."""
+
+    target: str = ""
+    """The target whose limit `limit` is, named in the error (e.g. sm_80)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in op.walk():
@@ -165,7 +177,8 @@ class TilePlanSharedMemoryPass(ModulePass):
             raise error_at(
                 kernel,
                 f"tile.kernel needs {total} bytes of shared memory, but a block may use "
-                f"at most {self.limit} bytes; shared buffers: {listing}",
+                f"at most {self.limit} bytes{' on ' + self.target if self.target else ''}; "
+                f"shared buffers: {listing}",
                 hint="use smaller tiles (block_M / block_N / block_K) or fewer pipeline "
                 "stages, or keep some buffers in fragments",
             )

@@ -6,7 +6,7 @@ import difflib
 from dataclasses import dataclass
 
 from tilec import config
-from tilec.errors import TilecError
+from tilec.errors import TilecError, error_at
 
 
 @dataclass(frozen=True)
@@ -110,11 +110,39 @@ def check_target(target, *, loc=None) -> None:
     resolve_target(target, loc=loc)
 
 
+def largest_smem_per_block() -> tuple[int, list[str]]:
+    """The most shared memory a block may use on any supported GPU target, and those targets."""
+    most = max(facts["smem_per_block"] for facts in _CUDA.values())
+    return most, [name for name, facts in _CUDA.items() if facts["smem_per_block"] == most]
+
+
+def check_gpu_limits(program) -> None:
+    """Refuses, for the CPU interpreter too, a kernel that no supported GPU target can run.
+
+    Shared memory is counted as tile-plan-shared-memory places it (buffers whose live ranges
+    do not overlap share bytes), before any pipelining multiplies buffers.
+    """
+    from tilec.dialects import tile
+    from tilec.passes.tile_plan_shared_memory import shared_memory_bytes
+
+    most, archs = largest_smem_per_block()
+    for kernel in program.module.walk():
+        if not isinstance(kernel, tile.KernelOp):
+            continue
+        need, listing = shared_memory_bytes(kernel)
+        if need > most:
+            raise error_at(kernel, f"the kernel needs {need} bytes of shared memory, more than any GPU target "
+                                   f"can give a block: at most {most} bytes, on {' and '.join(archs)}; "
+                                   f"shared buffers: {listing}",
+                           hint="use smaller tiles (block_M / block_N / block_K), or keep some buffers in fragments")
+
+
 class InterpBackend:
     """Runs the tile IR with numpy (targets/interp)."""
 
     def __init__(self, program):
         self.program = program
+        check_gpu_limits(program)
 
     def get_ir(self, stage: str) -> str:
         from tilec.dialects import print_ir

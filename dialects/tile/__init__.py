@@ -63,6 +63,9 @@ from .ops import (
     ThreadIdOp,
     UseSwizzleOp,
     YieldOp,
+    block_level_name,
+    missing_loop_dims,
+    parallel_body_error,
     reduced_shape,
 )
 from .types import (
@@ -163,6 +166,9 @@ __all__ = [
     "TileType",
     "UseSwizzleOp",
     "YieldOp",
+    "block_level_name",
+    "missing_loop_dims",
+    "parallel_body_error",
     "reduced_shape",
     "squeezed",
     "tile_type",

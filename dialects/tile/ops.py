@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -222,6 +223,8 @@ class ParallelOp(IRDLOperation):
         _require(len(self.body.block.args) == len(self.shape),
                  f"{self.name}: the body needs one index per extent")
         _require(_in_kernel(self), f"{self.name}: must be inside a tile.kernel")
+        error = parallel_body_error(self)
+        _require(error is None, error or "")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
@@ -490,6 +493,14 @@ def _verify_access(op: Operation, tile: SSAValue, indices: Sequence[SSAValue], e
              f"{op.name}: {typ.rank} indices expected for a rank-{typ.rank} tile, got {len(indices)}")
     _require(element == typ.element_type,
              f"{op.name}: element type {typ.element_type} expected, got {element}")
+    if isinstance(typ, BufferType):  # buffers have no out-of-range part (global tensors mask it)
+        for d, (index, size) in enumerate(zip(indices, typ.shape)):
+            owner = index.owner
+            if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+                c = owner.value.value.data
+                verb = "writes" if isinstance(op, StoreOp) else "updates" if isinstance(op, AtomicOp) else "reads"
+                _require(0 <= c < size, f"{op.name} {verb} out of range: index {c} of dim {d} is outside a "
+                                        f"{typ.scope} buffer of shape {tuple(typ.shape)}")
 
 
 @irdl_op_definition
@@ -1012,3 +1023,79 @@ class DeviceAssertOp(IRDLOperation):
 
     def __init__(self, cond: SSAValue, msg: str = ""):
         super().__init__(operands=[cond], properties={"msg": StringAttr(msg)})
+
+
+# --------------------------------------------------------------------------- #
+# What a tile.parallel body may hold (ParallelOp.verify_)
+# --------------------------------------------------------------------------- #
+
+# Ops that work on whole tiles or on the block: a per-element loop body cannot hold them.
+_BLOCK_LEVEL = {
+    CopyOp: "T.copy", GemmOp: "T.gemm", FillOp: "T.fill / T.clear", ReduceOp: "T.reduce_*",
+    CumsumOp: "T.cumsum", CummaxOp: "T.cummax", ParallelOp: "a nested T.Parallel", KernelOp: "T.Kernel",
+    BarrierOp: "T.sync_threads", UseSwizzleOp: "T.use_swizzle", AnnotateLayoutOp: "T.annotate_layout",
+    AllocBarrierOp: "T.alloc_barrier", MBarrierArriveOp: "T.mbarrier_arrive",
+    MBarrierWaitParityOp: "T.mbarrier_wait_parity", RegionOp: "a tile region", ReshapeOp: "T.reshape / T.view",
+    StageOp: "tile.stage", AsyncCommitOp: "tile.async_commit", AsyncWaitOp: "tile.async_wait",
+}
+
+
+def block_level_name(op: Operation) -> str | None:
+    """How the surface spells `op` when it is an op a `tile.parallel` body cannot hold, else None."""
+    if isinstance(op, AtomicOp) and not op.indices:
+        return "a tile-wide T.atomic_*"
+    if isinstance(op, ForOp) and op.kind.data == "pipelined":
+        return "T.Pipelined"
+    return _BLOCK_LEVEL.get(type(op))
+
+
+def missing_loop_dims(indices: Sequence[SSAValue], loop: ParallelOp) -> list[int]:
+    """The dims of `loop` (extent > 1) that none of `indices` depends on."""
+    ivs = {arg: d for d, arg in enumerate(loop.body.block.args) if loop.shape[d] > 1}
+    used: set[int] = set()
+    seen: set[SSAValue] = set()
+    stack = list(indices)
+    while stack and len(used) < len(ivs):
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if value in ivs:
+            used.add(ivs[value])
+        elif isinstance(value.owner, Operation) and loop.is_ancestor(value.owner):
+            stack.extend(value.owner.operands)
+    return sorted(set(ivs.values()) - used)
+
+
+def _fragment_written(op: Operation) -> SSAValue | None:
+    dest = op.dest if isinstance(op, StoreOp) else op.dst if isinstance(op, AtomicOp) and op.indices else None
+    return dest if dest is not None and isinstance(dest.type, BufferType) and dest.type.scope == "fragment" else None
+
+
+def parallel_body_error(loop: ParallelOp) -> str | None:
+    """Why the body of `loop` is not a per-element loop body (None when it is).
+
+    It holds no op that works on whole tiles, allocates only local (per-thread) buffers,
+    writes each fragment element from one iteration (every loop variable of extent > 1
+    takes part in the indices), and writes no local buffer allocated outside it: a
+    per-element temporary is allocated in the body (the frontend moves it there).
+    """
+    for op in loop.body.walk():
+        if op is loop:
+            continue
+        what = block_level_name(op)
+        if what is not None:
+            return f"{loop.name}: {what} ({op.name}) works on whole tiles and cannot be inside a tile.parallel"
+        if isinstance(op, AllocOp) and op.result.type.scope != "local":
+            return f"{loop.name}: {op.result.type.scope} buffers cannot be allocated inside a tile.parallel"
+        if _fragment_written(op) is not None:
+            missing = missing_loop_dims(op.indices, loop)
+            if missing:
+                return (f"{loop.name}: {op.name} writes a fragment element from several iterations: its indices do "
+                        f"not use loop dim{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}")
+        dest = op.dest if isinstance(op, StoreOp) else op.dst if isinstance(op, AtomicOp) and op.indices else None
+        if dest is not None and isinstance(dest.type, BufferType) and dest.type.scope == "local" and \
+                isinstance(dest.owner, AllocOp) and not loop.is_ancestor(dest.owner):
+            return (f"{loop.name}: {op.name} writes a local buffer allocated outside the loop; a per-element "
+                    "temporary is allocated inside the loop body")
+    return None

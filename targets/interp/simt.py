@@ -80,9 +80,10 @@ def _store(op, c):
             keep = lanes if st.mask is None else lanes[st.mask]
             mem.array[keep, idx[keep]] = v[keep]
             return
-        if st.mask is None and not isinstance(idx, np.ndarray):
+        if st.mask is None and not isinstance(idx, np.ndarray) and not isinstance(v, np.ndarray):
             mem.array[idx] = v
             return
+        # threads storing to one address: the highest thread's value lands, as numpy's last write
         idx, v = np.broadcast_to(idx, lanes.shape), np.broadcast_to(v, lanes.shape)
         keep = slice(None) if st.mask is None else st.mask
         mem.array[idx[keep]] = v[keep]

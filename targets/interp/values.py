@@ -175,8 +175,9 @@ def _locate(tile: Tile, indices: Sequence, mask, op):
             if np.any(bad):
                 shape = np.broadcast_shapes(np.shape(idx), np.shape(bad))
                 got = np.broadcast_to(idx, shape)[np.broadcast_to(bad, shape)].flat[0]
-                raise error_at(op, f"{op.name}: index {int(got)} out of range for dim {axis} of a buffer of shape "
-                                   f"{tuple(bounds)}")
+                verb = {"tile.store": "writes", "tile.atomic": "updates"}.get(op.name, "reads")
+                raise error_at(op, f"{op.name} {verb} out of range: index {int(got)} of dim {axis} is outside a "
+                                   f"buffer of shape {tuple(bounds)}")
         valid = ok if valid is None else valid & ok
     if mask is not None:
         valid = mask if valid is None else valid & mask

@@ -772,6 +772,203 @@ def test_macro_recursion_with_a_compile_time_base_case_builds():
 
 
 # --------------------------------------------------------------------------- #
+# Per-thread scalars in T.Parallel (issue 7, item 1)
+# --------------------------------------------------------------------------- #
+
+
+@case("`acc` is read here before this T.Parallel iteration has written it", hint="T.reduce_sum")
+def alloc_var_accumulated_in_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32), B: T.Tensor((1,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            acc = T.alloc_var(T.float32)
+            acc = 0.0
+            for i in T.Parallel(128):
+                acc = acc + A[i]  # ERR
+            B[0] = acc
+
+    build_prim_func(main)
+
+
+@case("`acc` is read here before this T.Parallel iteration has written it", hint="T.serial")
+def alloc_var_augmented_in_a_serial_loop_inside_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((64, 4), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            acc = T.alloc_var(T.float32, init=0.0)
+            for i in T.Parallel(64):
+                for k in T.serial(4):
+                    acc += A[i, k]  # ERR
+                B[i] = acc
+
+    build_prim_func(main)
+
+
+@case("`t` is read here before this T.Parallel iteration has written it", hint="assign it in the loop body")
+def alloc_var_written_on_one_branch_only():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            t = T.alloc_var(T.float32)
+            for i in T.Parallel(64):
+                if A[i] > 0:
+                    t = A[i]
+                B[i] = t  # ERR
+
+    build_prim_func(main)
+
+
+@case("`tmp` is read here before this T.Parallel iteration has written it")
+def alloc_local_element_read_before_written():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            tmp = T.alloc_local((2,), T.float32)
+            for i in T.Parallel(64):
+                tmp[0] = A[i]
+                B[i] = tmp[0] + tmp[1]  # ERR
+
+    build_prim_func(main)
+
+
+@case("`t` is read here after a T.Parallel loop that writes it", hint="assign it after the loop")
+def alloc_var_read_after_parallel_that_writes_it():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            t = T.alloc_var(T.float32)
+            for i in T.Parallel(64):
+                t = A[i] * 2.0
+                B[i] = t
+            B[0] = t  # ERR
+
+    build_prim_func(main)
+
+
+@case("`t` is read here after a T.Parallel loop that writes it")
+def alloc_var_read_at_the_next_serial_iteration():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            t = T.alloc_var(T.float32, init=1.0)
+            for k in T.serial(2):
+                A[k] = t  # ERR
+                for i in T.Parallel(64):
+                    t = A[i]
+                    B[i] = t
+
+    build_prim_func(main)
+
+
+@case("`t` is read here after a T.Parallel loop that writes it")
+def alloc_var_read_in_a_later_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            t = T.alloc_var(T.float32)
+            for i in T.Parallel(64):
+                t = A[i]
+                B[i] = t
+            for i in T.Parallel(64):
+                B[i] = t  # ERR
+
+    build_prim_func(main)
+
+
+# --------------------------------------------------------------------------- #
+# Language rules the CUDA lowering once enforced alone (issue 7, item 2)
+# --------------------------------------------------------------------------- #
+
+
+@case("T.copy works on whole tiles (or the whole block) and cannot be used inside T.Parallel",
+      hint="move it before or after the T.Parallel loop")
+def tile_copy_inside_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64,), T.float32)
+            for i in T.Parallel(64):
+                T.copy(A, s)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.sync_threads works on whole tiles (or the whole block) and cannot be used inside T.Parallel")
+def barrier_inside_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                T.sync_threads()  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.Parallel cannot be used inside T.Parallel: T.Parallel loops do not nest",
+      hint="for i, j in T.Parallel(m, n)")
+def nested_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((8, 8), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(8):
+                for j in T.Parallel(8):  # ERR
+                    A[i, j] = 0.0
+
+    build_prim_func(main)
+
+
+@case("T.alloc_shared: shared buffers cannot be allocated inside T.Parallel: they belong to the whole block",
+      hint="allocate it before the loop")
+def shared_alloc_inside_parallel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                s = T.alloc_shared((4,), T.float32)  # ERR
+
+    build_prim_func(main)
+
+
+@case("this write to fragment x does not use the T.Parallel variable `j`, so every iteration along it writes "
+      "the same element", hint="T.reduce_*")
+def fragment_written_by_several_iterations():
+    @T.prim_func
+    def main(A: T.Tensor((64, 4), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            for i, j in T.Parallel(64, 4):
+                if j == 0:
+                    x[i] = A[i, j]  # ERR
+            T.copy(x, B)
+
+    build_prim_func(main)
+
+
+@case("tile.store writes out of range: index 70 of dim 0 is outside a fragment buffer of shape (64,)")
+def constant_index_write_out_of_range():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            T.copy(A, x)
+            x[70] = 1.0  # ERR
+
+    build_prim_func(main)
+
+
+@case("tile.load reads out of range: index 4 of dim 1 is outside a shared buffer of shape (8, 4)")
+def constant_index_read_out_of_range():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((8, 4), T.float32)
+            for i in T.Parallel(8):
+                A[i] = s[i, 4]  # ERR
+
+    build_prim_func(main)
+
+
+# --------------------------------------------------------------------------- #
 # The checks
 # --------------------------------------------------------------------------- #
 

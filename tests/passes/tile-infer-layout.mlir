@@ -27,8 +27,8 @@ func.func @softmax_rows(%X: !tile.tensor<64x1024xf16>) {
   func.return
 }
 
-// A gemm accumulator is a seed: 8x16 threads each own an 8x4 micro-tile; a 1-D loop
-// over its rows gets the row projection, replicated over the 16 threads of a row.
+// A gemm accumulator is a seed: 8x16 threads each own an 8x4 micro-tile; a row vector
+// the loop over it reads gets the row projection, replicated over the 16 threads of a row.
 // CHECK-LABEL: func.func @gemm_seed
 // CHECK: %acc = tile.alloc {layout = #tile.fragment<"(8s4,8t16)x(16t1,4s1)|r()">}
 // CHECK: %rows = tile.alloc {layout = #tile.fragment<"(8s1,8t16)|r(16t1)">}
@@ -42,7 +42,9 @@ func.func @gemm_seed() {
     tile.gemm %a, %b, %acc : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
     tile.parallel (%i, %j) in [64, 64] {
       %v = tile.load %acc[%i, %j] : !tile.buffer<64x64xf32, fragment> -> f32
-      tile.store %v, %rows[%i] : f32, !tile.buffer<64xf32, fragment>
+      %r = tile.load %rows[%i] : !tile.buffer<64xf32, fragment> -> f32
+      %s = arith.addf %v, %r : f32
+      tile.store %s, %acc[%i, %j] : f32, !tile.buffer<64x64xf32, fragment>
     }
   }
   func.return

@@ -21,6 +21,7 @@ from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.language.program import Macro, PrimFunc, Tensor
 
+from .parallel_vars import check_reads_after, privatize
 from .semantic import is_compile_time
 from .values import Access, BoundMethod, Scalar, SliceIndex, SwizzleLayout, TileRef, VarRef
 
@@ -238,10 +239,15 @@ def _tile_operand(v, value, what: str, scopes: tuple[str, ...], hint=None):
     return ssa
 
 
-def _require_kernel(v, what: str) -> None:
+def _require_kernel(v, what: str, *, whole_tiles: bool = False) -> None:
+    """`what` must be inside the kernel; with `whole_tiles`, also outside any T.Parallel loop."""
     if v.kernel is None:
         raise v.b.error(f"{what} is only usable inside `with T.Kernel(...)`",
                         hint="move it into the kernel body")
+    if whole_tiles and v.parallel_loops:
+        raise v.b.error(f"{what} works on whole tiles (or the whole block) and cannot be used inside T.Parallel",
+                        hint="move it before or after the T.Parallel loop; inside the loop, work on one element "
+                             "per iteration")
 
 
 # --------------------------------------------------------------------------- #
@@ -266,6 +272,11 @@ def _alloc(scope: str):
     def handler(v, shape, dtype, scope_=None, **_):
         what = f"T.alloc_{ {'shared': 'shared', 'fragment': 'fragment', 'local': 'local'}[scope]}"
         _require_kernel(v, what)
+        if scope != "local" and v.parallel_loops:
+            raise v.b.error(f"{what}: {scope} buffers cannot be allocated inside T.Parallel: they belong to the "
+                            "whole block",
+                            hint="allocate it before the loop (per-element temporaries are T.alloc_var or "
+                                 "T.alloc_local)")
         typ = tile.BufferType(_shape(v, shape, what), _dtype(v, dtype, what).ir, scope)
         return TileRef(v.b.emit(tile.AllocOp(typ)).results[0])
 
@@ -283,11 +294,12 @@ def _alloc_var(v, dtype, init, scope):
 
 
 def _alloc_barrier(v, arrive_count):
-    _require_kernel(v, "T.alloc_barrier")
+    _require_kernel(v, "T.alloc_barrier", whole_tiles=True)
     return Scalar(v.b.emit(tile.AllocBarrierOp(_static(v, arrive_count, "arrive_count"))).results[0])
 
 
 def _reshape(v, buffer, shape, dtype=None):
+    _require_kernel(v, "T.reshape / T.view", whole_tiles=True)
     if not isinstance(buffer, TileRef):
         raise v.b.error(f"T.reshape needs a whole buffer, got {describe_(buffer)}")
     if dtype is not None and as_dtype(dtype) != buffer.dtype:
@@ -300,7 +312,7 @@ def _reshape(v, buffer, shape, dtype=None):
 
 
 def _copy(v, src, dst, **_):
-    _require_kernel(v, "T.copy")
+    _require_kernel(v, "T.copy", whole_tiles=True)
     src_shape, dst_shape = explicit_shape(v, src), explicit_shape(v, dst)
     if src_shape is None and dst_shape is None:
         raise v.b.error("T.copy between two single elements: neither side gives the region's shape",
@@ -314,7 +326,7 @@ def _copy(v, src, dst, **_):
 
 
 def _fill(v, buffer, value):
-    _require_kernel(v, "T.fill")
+    _require_kernel(v, "T.fill", whole_tiles=True)
     dst = region(v, buffer, None, "T.fill destination")
     value = v.rvalue(value)
     if isinstance(value, TileRef | Access):
@@ -327,7 +339,7 @@ def _clear(v, buffer):
 
 
 def _gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait):
-    _require_kernel(v, "T.gemm")
+    _require_kernel(v, "T.gemm", whole_tiles=True)
     a = _tile_operand(v, A, "T.gemm operand A", ("shared", "fragment"))
     b = _tile_operand(v, B, "T.gemm operand B", ("shared", "fragment"))
     c = _tile_operand(v, C, "T.gemm accumulator C", ("fragment", "local"))
@@ -348,7 +360,7 @@ def _gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_
 
 def _reduce(kind: str):
     def handler(v, src, dst, dim, clear):
-        _require_kernel(v, f"T.reduce_{kind}")
+        _require_kernel(v, f"T.reduce_{kind}", whole_tiles=True)
         s = _tile_operand(v, src, f"T.reduce_{kind} source", ("fragment", "shared", "local"))
         d = _tile_operand(v, dst, f"T.reduce_{kind} destination", ("fragment", "shared", "local"))
         rank = len(s.type.shape)
@@ -367,7 +379,7 @@ def _reduce(kind: str):
 
 def _scan(op_class, name: str):
     def handler(v, src, dst, dim, reverse):
-        _require_kernel(v, f"T.{name}")
+        _require_kernel(v, f"T.{name}", whole_tiles=True)
         s = _tile_operand(v, src, f"T.{name} source", ("fragment", "shared", "local"))
         d = s if dst is None else _tile_operand(v, dst, f"T.{name} destination", ("fragment", "shared", "local"))
         rank = len(s.type.shape)
@@ -428,14 +440,17 @@ def _binary(name: str):
 
 
 def _sync_threads(v):
+    _require_kernel(v, "T.sync_threads", whole_tiles=True)
     v.b.emit(tile.BarrierOp())
 
 
 def _mbarrier_arrive(v, barrier):
+    _require_kernel(v, "T.mbarrier_arrive", whole_tiles=True)
     v.b.emit(tile.MBarrierArriveOp(barrier.ssa))
 
 
 def _mbarrier_wait_parity(v, barrier, parity):
+    _require_kernel(v, "T.mbarrier_wait_parity", whole_tiles=True)
     v.b.emit(tile.MBarrierWaitParityOp(barrier.ssa, v.index_ssa(parity)))
 
 
@@ -449,8 +464,10 @@ def _atomic(kind: str):
             v.check_point(dst)
             indices = [v.index_ssa(i) for i in dst.indices]
             ssa = v.b.to_ssa(value, dst.tile.type.element_type)
+            v.check_fragment_write(dst.tile, indices)
             v.b.emit(tile.AtomicOp(dst.tile.ssa, indices, ssa, kind))
             return
+        _require_kernel(v, f"a tile-wide T.atomic_{kind}", whole_tiles=True)
         src = region(v, value, explicit_shape(v, dst), f"T.atomic_{kind} value")
         d = region(v, dst, src.type.shape, f"T.atomic_{kind} destination")
         v.b.emit(tile.AtomicOp(d, [], src, kind))
@@ -459,13 +476,13 @@ def _atomic(kind: str):
 
 
 def _use_swizzle(v, panel_size, order, enable):
-    _require_kernel(v, "T.use_swizzle")
+    _require_kernel(v, "T.use_swizzle", whole_tiles=True)
     if enable:
         v.b.emit(tile.UseSwizzleOp(_static(v, panel_size, "panel_size"), str(order)))
 
 
 def _annotate_layout(v, layout_map):
-    _require_kernel(v, "T.annotate_layout")
+    _require_kernel(v, "T.annotate_layout", whole_tiles=True)
     if not isinstance(layout_map, dict):
         raise v.b.error("T.annotate_layout takes a dict {buffer: layout}")
     for buf, layout in layout_map.items():
@@ -549,6 +566,12 @@ def _loop_targets(v, target, count: int, what: str) -> list[str]:
 
 def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
     _require_kernel(v, f"T.{kind}" if kind != "serial" else "a loop")
+    if kind in ("Parallel", "Pipelined") and v.parallel_loops:
+        raise v.b.error(f"T.{kind} cannot be used inside T.Parallel" +
+                        (": T.Parallel loops do not nest" if kind == "Parallel" else ""),
+                        hint="merge the loops into one T.Parallel with more extents, e.g. "
+                             "`for i, j in T.Parallel(m, n)`" if kind == "Parallel" else
+                             "loop over the inner dimension with T.serial")
     if kind == "Parallel":
         kwargs.pop("coalesced_width", None)
         if kwargs:
@@ -560,14 +583,17 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
                                 hint="T.Parallel covers a tile; loop over run-time sizes with T.serial")
         names = _loop_targets(v, node.target, len(extents), "T.Parallel")
         op = v.b.emit(tile.ParallelOp(extents))
-        v.in_parallel += 1
+        v.parallel_loops.append(op)
+        v.parallel_names.append(names)
         try:
             with v.runtime_region(op.body.block):
                 for name, arg in zip(names, op.body.block.args):
                     v.bind(name, Scalar(arg))
                 v.visit_body(node.body)
         finally:
-            v.in_parallel -= 1
+            v.parallel_loops.pop()
+            v.parallel_names.pop()
+        v.privatized.extend(privatize(op, v.b.stamp(v.b.loc)))
         v.b.verify(op)
         return
     opts = {}
@@ -638,6 +664,9 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
                 for name, idx in zip(names, v.block_indices):
                     v.bind(name, idx)
             v.visit_body(node.body)
+        for record in v.privatized:
+            check_reads_after(record)
     finally:
         v.kernel = None
+        v.privatized = []
     v.b.verify(op)

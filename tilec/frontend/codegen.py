@@ -95,8 +95,10 @@ class KernelVisitor(ast.NodeVisitor):
         self.kernel: tile.KernelOp | None = None
         self.block_indices: list[Scalar] = []
         self.runtime_depth = 0
-        self.in_parallel = 0
+        self.parallel_loops: list[tile.ParallelOp] = []  # the T.Parallel loops being built, outermost first
+        self.parallel_names: list[list[str]] = []  # their loop variables' names
         self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
+        self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
 
     # ------------------------------------------------------------------ #
     # Locations and dispatch
@@ -164,6 +166,8 @@ class KernelVisitor(ast.NodeVisitor):
             )
         if isinstance(value, Scalar | TileRef) and not value.ssa.name_hint and name.isidentifier():
             value.ssa.name_hint = name
+        if isinstance(value, VarRef) and not value.tile.ssa.name_hint and name.isidentifier():
+            value.tile.ssa.name_hint = name
         frame.names[name] = value
         frame.depth.setdefault(name, self.runtime_depth)
         if name in frame.depth and frame.depth[name] > self.runtime_depth:
@@ -237,7 +241,23 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error(f"cannot store {describe(value)} into one element", hint="use T.copy(src, dst)")
         indices = [self.index_ssa(i) for i in access.indices]
         ssa = self.b.to_ssa(value, access.tile.type.element_type)
+        self.check_fragment_write(access.tile, indices)
         self.b.emit(tile.StoreOp(ssa, access.tile.ssa, indices))
+
+    def check_fragment_write(self, ref: TileRef, indices) -> None:
+        """Inside T.Parallel, each fragment element is written by one iteration (tile.parallel's rule)."""
+        if not self.parallel_loops or ref.scope != "fragment":
+            return
+        loop = self.parallel_loops[-1]
+        missing = tile.missing_loop_dims(indices, loop)
+        if missing:
+            names = [self.parallel_names[-1][d] for d in missing]
+            raise self.b.error(
+                f"this write to fragment {ref} does not use the T.Parallel variable"
+                f"{'s' if len(names) > 1 else ''} {', '.join(f'`{n}`' for n in names)}, so every iteration along "
+                f"{'them' if len(names) > 1 else 'it'} writes the same element",
+                hint="write it from a T.Parallel over the fragment's own dimensions, or make it as large as "
+                     "the loop and reduce it with T.reduce_*")
 
     def store_var(self, var: VarRef, value) -> None:
         zero = self.b.const(0, IndexType())

@@ -5,6 +5,8 @@ import pytest
 from _interp_util import parse, run_text
 from tilec.targets.interp import run
 
+from xdsl.utils.exceptions import VerifyException
+
 from tilec.errors import TilecError
 
 ASSERT = """
@@ -119,8 +121,29 @@ func.func @oob(%X: !tile.tensor<8xf32>) {
   func.return
 }
 """
-    with pytest.raises(TilecError, match=r"o\.py:4:2: error: tile.load: index 4 out of range for dim 0 "
-                                         r"of a buffer of shape \(4,\)"):
+    with pytest.raises(TilecError, match=r"o\.py:4:2: error: tile.load reads out of range: index 4 of dim 0 "
+                                         r"is outside a buffer of shape \(4,\)"):
+        run_text(text, np.zeros(8, np.float32))
+
+
+def test_buffer_write_out_of_range_is_reported_as_a_write():
+    text = """
+func.func @oob(%X: !tile.tensor<8xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
+    %c4 = arith.constant 4 : index
+    %s = tile.alloc : !tile.buffer<8xf32, shared>
+    tile.parallel (%i) in [8] {
+      %v = tile.load %X[%i] : !tile.tensor<8xf32> -> f32
+      %j = arith.addi %i, %c4 : index
+      tile.store %v, %s[%j] : f32, !tile.buffer<8xf32, shared> loc("w.py":6:3)
+    }
+  }
+  func.return
+}
+"""
+    with pytest.raises(TilecError, match=r"w\.py:6:3: error: tile.store writes out of range: index 8 of dim 0 "
+                                         r"is outside a buffer of shape \(8,\)"):
         run_text(text, np.zeros(8, np.float32))
 
 
@@ -129,7 +152,9 @@ def test_which_function():
         run_text(ARGS, np.zeros((4, 8), np.float16), 1, func_name="nope")
 
 
-def test_tile_op_under_a_per_lane_condition():
+def test_tile_op_inside_a_parallel_is_refused_by_the_verifier():
+    # A whole-tile op in a per-element loop is a language error (every target refuses it), so
+    # it never reaches the interpreter's own check for tile ops under a per-element condition.
     text = """
 func.func @bad(%X: !tile.tensor<8xf32>) {
   %c1 = arith.constant 1 : index
@@ -146,8 +171,9 @@ func.func @bad(%X: !tile.tensor<8xf32>) {
   func.return
 }
 """
-    with pytest.raises(TilecError, match=r"f\.py:9:8: error: tile.fill under a per-element condition"):
-        run_text(text, np.zeros(8, np.float32))
+    with pytest.raises(VerifyException, match=r"T.fill / T.clear \(tile.fill\) works on whole tiles and cannot be "
+                                              r"inside a tile.parallel"):
+        parse(text)
 
 
 def test_loop_bounds_must_be_uniform_in_a_parallel():

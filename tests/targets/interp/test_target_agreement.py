@@ -1,0 +1,250 @@
+"""The interpreter and the CUDA path accept the same language and compute the same results.
+
+Kernels that once ran on one and not the other (issue 7): per-thread temporaries written
+inside T.Parallel, fragments read as broadcasts by loops of another shape, and shared memory
+no GPU has. "sim" runs the CUDA target's passes and lowering on the CPU.
+"""
+
+# Kernels bind block indices they do not use: that is the DSL, not dead code.
+# ruff: noqa: F841
+
+import pytest
+import torch
+
+import tilec
+import tilec.language as T
+from tilec.dialects import print_ir
+from tilec.frontend import build_prim_func
+
+TARGETS = ["interp", "sim"]
+
+
+# --------------------------------------------------------------------------- #
+# Per-thread temporaries defined outside T.Parallel: private to each iteration
+# --------------------------------------------------------------------------- #
+
+
+def temp_then_read(n=1024, threads=128):
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            t = T.alloc_var(T.float32)
+            for i in T.Parallel(n):
+                t = A[i] * 2.0
+                B[i] = t + 1.0
+
+    return main, lambda a: a * 2 + 1
+
+
+def temp_on_both_branches():
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32), B: T.Tensor((256,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            t = T.alloc_var(T.float32)
+            for i in T.Parallel(256):
+                if A[i] > 0:
+                    t = A[i]
+                else:
+                    t = -2.0 * A[i]
+                B[i] = t * 3.0
+
+    return main, lambda a: torch.where(a > 0, a, -2 * a) * 3
+
+
+def local_array_elements():
+    @T.prim_func
+    def main(A: T.Tensor((512,), T.float32), B: T.Tensor((512,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            tmp = T.alloc_local((2,), T.float32)
+            for i in T.Parallel(512):
+                tmp[0] = A[i]
+                tmp[1] = A[i] * A[i]
+                B[i] = tmp[1] - tmp[0]
+
+    return main, lambda a: a * a - a
+
+
+def serial_sum_reset_each_iteration():
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            acc = T.alloc_var(T.float32)
+            for i in T.Parallel(64):
+                acc = 0.0
+                for k in T.serial(4):
+                    acc += A[i * 4 + k]
+                B[i] = acc
+
+    return main, lambda a: a.reshape(64, 4).sum(1)
+
+
+def rewritten_after_the_loop():
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            t = T.alloc_var(T.float32, init=7.0)
+            for i in T.Parallel(128):
+                t = A[i] + 1.0
+                B[i] = t
+            t = 5.0
+            B[0] = t
+
+    return main, lambda a: torch.cat([torch.tensor([5.0]), a[1:] + 1])
+
+
+def read_only_inside():
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_var(T.float32)
+            s = A[0] * 2.0
+            for i in T.Parallel(128):
+                B[i] = A[i] + s
+
+    return main, lambda a: a + 2 * a[0]
+
+
+PRIVATE = [temp_then_read, temp_on_both_branches, local_array_elements, serial_sum_reset_each_iteration,
+           rewritten_after_the_loop, read_only_inside]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("make", PRIVATE, ids=[m.__name__ for m in PRIVATE])
+def test_private_temporary(make, target):
+    prim, ref = make()
+    n = prim.param_specs()[0][1].shape[0]
+    a = torch.randn(n)
+    b = tilec.compile(prim, out_idx=[1], target=target)(a)
+    torch.testing.assert_close(b, ref(a))
+
+
+def test_temporary_gets_a_private_alloc_inside_the_loop():
+    prim, _ = temp_then_read()
+    ir = print_ir(build_prim_func(prim, [1]).module)
+    before, loop = ir.split("tile.parallel", 1)
+    assert "%t = tile.alloc" in before  # the variable as declared
+    assert loop.lstrip().split("{", 1)[1].lstrip().startswith("%t_1 = tile.alloc : !tile.buffer<1xf32, local>")
+
+
+@pytest.mark.parametrize("threads", [32, 100, 128, 256])
+def test_private_temporary_at_any_thread_count(threads):
+    prim, ref = temp_then_read(n=2048, threads=threads)
+    a = torch.randn(2048)
+    for target in TARGETS:
+        torch.testing.assert_close(tilec.compile(prim, out_idx=[1], target=target)(a), ref(a))
+
+
+# --------------------------------------------------------------------------- #
+# Fragments read by T.Parallel nests of another shape (broadcasts)
+# --------------------------------------------------------------------------- #
+
+
+def broadcast_after_a_1d_loop(m, n, threads):
+    @T.prim_func
+    def main(A: T.Tensor((m,), T.float32), B: T.Tensor((m, n), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            y = T.alloc_fragment((m,), T.float32)
+            for i in T.Parallel(m):
+                y[i] = A[i] * 2.0
+            for i, j in T.Parallel(m, n):
+                B[i, j] = y[i] + j
+
+    return main, lambda a: a[:, None] * 2 + torch.arange(n, dtype=torch.float32)[None, :]
+
+
+def column_sums_into_float16(m, n, threads):
+    @T.prim_func
+    def main(X: T.Tensor((m, n), T.float32), Z: T.Tensor((m, n), T.float16)):
+        with T.Kernel(1, threads=threads) as bx:
+            x = T.alloc_fragment((m, n), T.float32)
+            s = T.alloc_fragment((n,), T.float32)
+            z = T.alloc_fragment((m, n), T.float16)
+            T.copy(X, x)
+            T.reduce_sum(x, s, dim=0)
+            for i, j in T.Parallel(m, n):
+                z[i, j] = s[j]
+            T.copy(z, Z)
+
+    return main, lambda x: x.sum(0, keepdim=True).half().expand(m, n)
+
+
+def row_max_into_another_loop(m, n, threads):
+    @T.prim_func
+    def main(X: T.Tensor((m, n), T.float32), Z: T.Tensor((m, n), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            x = T.alloc_fragment((m, n), T.float32)
+            r = T.alloc_fragment((m,), T.float32)
+            T.copy(X, x)
+            T.reduce_max(x, r, dim=1)
+            for i in T.Parallel(m):
+                r[i] = r[i] * 0.5
+            for i, j in T.Parallel(m, n):
+                Z[i, j] = X[i, j] - r[i]
+
+    return main, lambda x: x - x.max(1, keepdim=True).values * 0.5
+
+
+BROADCASTS = [broadcast_after_a_1d_loop, column_sums_into_float16, row_max_into_another_loop]
+
+
+@pytest.mark.parametrize(("m", "n", "threads"), [(64, 32, 128), (8, 128, 96), (128, 16, 256), (4, 96, 100)])
+@pytest.mark.parametrize("make", BROADCASTS, ids=[b.__name__ for b in BROADCASTS])
+def test_broadcast_nest_runs_on_both_targets(make, m, n, threads):
+    prim, ref = make(m, n, threads)
+    shape = tuple(prim.param_specs()[0][1].shape)
+    x = torch.randn(shape)
+    results = {t: tilec.compile(prim, out_idx=[1], target=t)(x) for t in TARGETS}
+    for target, out in results.items():
+        torch.testing.assert_close(out.float(), ref(x).float(), atol=2e-2, rtol=2e-3, msg=target)
+
+
+# --------------------------------------------------------------------------- #
+# Shared memory: the interpreter refuses what no GPU target can run
+# --------------------------------------------------------------------------- #
+
+
+def shared_copy(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((n,), T.float32)
+            T.copy(A, s)
+            T.copy(s, B)
+
+    return main
+
+
+def test_interp_refuses_more_shared_memory_than_any_gpu():
+    prim = shared_copy(1 << 20)  # 4 MiB
+    with pytest.raises(tilec.TilecError) as info:
+        tilec.compile(prim, out_idx=[1], target="interp")
+    err = info.value
+    assert "needs 4194304 bytes of shared memory, more than any GPU target can give a block: at most 232448 " \
+           "bytes, on sm_90 and sm_90a" in err.msg
+    assert err.loc is not None and err.loc.line == prim.fn.__code__.co_firstlineno + 2  # the T.Kernel line
+
+
+def test_interp_runs_what_the_largest_gpu_runs():
+    n = 232448 // 4
+    a = torch.randn(n)
+    torch.testing.assert_close(tilec.compile(shared_copy(n), out_idx=[1], target="interp")(a), a)
+
+
+def test_shared_buffers_that_are_never_alive_together_share_the_budget():
+    # Two 128 KiB buffers, one after the other: the planner (and so the interpreter) reuses the bytes.
+    n = 32 * 1024
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((n,), T.float32)
+            T.copy(A, s)
+            T.copy(s, B)
+            u = T.alloc_shared((n,), T.float32)
+            T.copy(B, u)
+            T.copy(u, A)
+
+    a = torch.randn(n)
+    b = torch.zeros(n)
+    tilec.compile(main, target="interp")(a.clone(), b)
+    torch.testing.assert_close(b, a)
