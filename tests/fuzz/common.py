@@ -58,6 +58,29 @@ class Space:
                 for k, t in enumerate(self.t)]
 
 
+def dynamic_sizes(d, prog: Program, sp: Space, p: float = 0.15):
+    """Sometimes makes gridded dims T.dynamic sizes (bound from the tensors at the call):
+    returns the shape source for tensors of the space's shape, or None."""
+    if not d.chance(p):
+        return None
+    src = []
+    for k, n in enumerate(sp.n):
+        if k != sp.walk and d.chance(0.6):
+            name = "MNK"[k]
+            prog.symbols[name] = n
+            src.append(name)
+        else:
+            src.append(str(n))
+    if not prog.symbols:
+        return None
+    grid = []
+    for k in reversed(range(len(sp.t))):
+        grid.append(f"T.ceildiv({src[k]}, {sp.t[k]})" if src[k] in prog.symbols else str(sp.grid[sp.grid_dim(k)]))
+    prog.grid_src = grid
+    prog.tag("dynamic", True)
+    return tuple(src)
+
+
 def walk_loop(d, prog: Program, sp: Space):
     """The loop over the walked dim: T.serial, range, T.unroll or T.Pipelined with 0-3 stages."""
     n = sp.g[sp.walk]
@@ -154,13 +177,6 @@ def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None)
         write(env, R(np.array(v, dtype=np.float64), np.array(m, dtype=np.float64), b))
 
     prog.step(run)
-
-
-def narrowest(*dtypes: str | None) -> str:
-    """The dtype with the largest unit roundoff (for a bound covering several sources)."""
-    from .program import UNIT
-
-    return max((t for t in dtypes if t is not None), key=lambda t: UNIT[t])
 
 
 def write_tile(tile: Tile, src_dtype: str):

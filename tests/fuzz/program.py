@@ -59,6 +59,13 @@ class Tensor:
     shape: tuple[int, ...]
     dtype: str
     role: str
+    shape_src: tuple[str, ...] | None = None  # with T.dynamic sizes: ("M", "64")
+
+    @property
+    def shape_text(self) -> str:
+        if self.shape_src is None:
+            return repr(self.shape)
+        return f"({', '.join(self.shape_src)}{',' if len(self.shape_src) == 1 else ''})"
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,8 @@ class Program:
         self.lines: list[str] = []
         self.steps: list = []
         self.tags: dict = {}  # what a case exercises, for the report's counts
+        self.symbols: dict = {}  # T.dynamic name -> its value in this case's tensors
+        self.grid_src: list[str] | None = None  # the grid's source text, when it depends on a symbol
         self._depth = 2
         self._names = itertools.count()
 
@@ -140,8 +149,8 @@ class Program:
         """The offset `b_k * t` of grid dimension k's block."""
         return Off(f"{BLOCK_VARS[k]} * {t}", lambda env, k=k, t=t: env.block[k] * t)
 
-    def tensor(self, name: str, shape, dtype: str, role: str) -> Tensor:
-        t = Tensor(name, tuple(shape), dtype, role)
+    def tensor(self, name: str, shape, dtype: str, role: str, shape_src=None) -> Tensor:
+        t = Tensor(name, tuple(shape), dtype, role, None if shape_src is None else tuple(shape_src))
         self.tensors.append(t)
         return t
 
@@ -196,7 +205,9 @@ class Program:
 
     # -- output -------------------------------------------------------------------------
     def source(self) -> str:
-        params = ", ".join(f"{t.name}: T.Tensor({t.shape!r}, T.{t.dtype})" for t in self.tensors)
+        params = ", ".join(f"{t.name}: T.Tensor({t.shape_text}, T.{t.dtype})" for t in self.tensors)
+        grid = self.grid_src or [str(g) for g in self.grid]
+        symbols = [f'{name} = T.dynamic("{name}")' for name in self.symbols]
         names = [BLOCK_VARS[k] for k in range(len(self.grid))]
         bound = names[0] if len(names) == 1 else f"({', '.join(names)})"
         threads = list(self.threads) if isinstance(self.threads, list | tuple) else self.threads
@@ -204,10 +215,12 @@ class Program:
             "import tilec.language as T",
             "from tilec.layout import make_swizzled_layout",
             "",
+            *symbols,
+            "",
             "",
             "@T.prim_func",
             f"def main({params}):",
-            f"    with T.Kernel({', '.join(map(str, self.grid))}, threads={threads}) as {bound}:",
+            f"    with T.Kernel({', '.join(grid)}, threads={threads}) as {bound}:",
         ]
         return "\n".join(head + self.lines) + "\n"
 

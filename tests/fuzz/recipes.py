@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, fill, global_leaf, maybe_swizzle,
-                     maybe_walk, narrowest, padded, parallel_assign, shift, space, threads, tile_leaf, walk_loop,
+from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, dynamic_sizes, fill, global_leaf,
+                     maybe_swizzle, maybe_walk, padded, parallel_assign, shift, space, threads, tile_leaf, walk_loop,
                      write_global, write_tile)
 from .expr import Leaf, condition, expression
 from .known import avoid
@@ -40,8 +40,9 @@ def elementwise(d) -> Program:
     prog = Program("elementwise", threads(d), sp.grid)
     prog.tag("ndim", ndim)
     vars_ = LOOP_VARS[:ndim]
-    inputs = [prog.tensor(f"A{n}", sp.n, d.choice(DTYPES), "in") for n in range(d.int(1, 3))]
-    out = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
+    dyn = dynamic_sizes(d, prog, sp)
+    inputs = [prog.tensor(f"A{n}", sp.n, d.choice(DTYPES), "in", dyn) for n in range(d.int(1, 3))]
+    out = prog.tensor("B", sp.n, d.choice(DTYPES), "out", dyn)
     with walk_loop(d, prog, sp) if sp.walk is not None else nullcontext():
         _elementwise_body(d, prog, sp, inputs, out, vars_)
     return prog
@@ -68,19 +69,20 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
         parallel_assign(prog, sp.t, f"{tmp.name}[{', '.join(vars_)}]", e, write_tile(tmp, e.dtype))
         leaves.append(tile_leaf(tmp, vars_, exact=False, bound=e.bound))
     e = expression(d, leaves, d.int(1, 4))
-    branch, src_dt = None, e.dtype
+    branch = None
     if d.chance(0.2):  # an if/else statement in the loop body
         cond = condition(d, leaves)
         if cond is not None:
-            e2 = expression(d, leaves, d.int(1, 3))
-            branch, src_dt = (cond, e2), narrowest(e.dtype, e2.dtype)
+            branch = (cond, expression(d, leaves, d.int(1, 3)))
             prog.tag("branch", True)
     path = d.choice(("global", "fragment", "shared"))
+    y = out if path == "global" else prog.alloc(path, sp.t, d.choice(DTYPES))
+    # the branch whose conversion into y rounds most sets the bound
+    src_dt = max([e.dtype] + ([branch[1].dtype] if branch else []), key=lambda t: convert_unit(t, y.dtype))
     if path == "global":
         target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(offs, vars_))}]"
         parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt), branch)
     else:
-        y = prog.alloc(path, sp.t, d.choice(DTYPES))
         parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch)
         prog.store(y, out, offs, form=d.choice(("point", "slice")))
 
@@ -337,9 +339,10 @@ def copy(d) -> Program:
         sp = maybe_walk(d, sp)
     prog = Program("copy", threads(d), sp.grid)
     offs = sp.offs(prog)
-    A = prog.tensor("A", sp.n, d.choice(DTYPES), "in")
+    dyn = dynamic_sizes(d, prog, sp)
+    A = prog.tensor("A", sp.n, d.choice(DTYPES), "in", dyn)
     if global_to_global:
-        B = prog.tensor("B", sp.n, d.choice(DTYPES), "out")
+        B = prog.tensor("B", sp.n, d.choice(DTYPES), "out", dyn)
         forms = d.choice((("slice", "slice"), ("point", "slice"), ("slice", "point")))  # one side gives the shape
         prog.emit(f"T.copy({prog.region(A, offs, sp.t, forms[0])}, {prog.region(B, offs, sp.t, forms[1])})")
 
@@ -356,7 +359,8 @@ def copy(d) -> Program:
     hops = [d.choice(("copy", "copy", "transpose", "subregion", "scale")) for _ in range(d.int(0, 3))]
     hops = [h if h != "transpose" or ndim == 2 else "copy" for h in hops]
     transposed = hops.count("transpose") % 2 == 1
-    B = prog.tensor("B", tuple(reversed(sp.n)) if transposed else sp.n, d.choice(DTYPES), "out")
+    B = prog.tensor("B", tuple(reversed(sp.n)) if transposed else sp.n, d.choice(DTYPES), "out",
+                    None if dyn is None else tuple(reversed(dyn)) if transposed else dyn)
     prog.tag("hops", "+".join(hops) or "load-store")
     with walk_loop(d, prog, sp) if sp.walk is not None else nullcontext():
         offs = sp.offs(prog)
