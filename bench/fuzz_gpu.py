@@ -13,7 +13,9 @@ error, a segfault) costs only the case it was running, which is reported as a cr
 Prints the counts by kind and by thread count and every failure; writes, under `--out`
 (default $OUT/fuzz_gpu or ./fuzz_gpu_out), one runnable `<target>_seed<N>.py` per failure
 (the kernel's source, the verdict in a header comment) and `summary.json`.
-`--no-avoid` also generates the constructs of known, unfixed bugs (tests/fuzz/known.py).
+`--no-avoid` also generates the constructs of known, unfixed bugs (tests/fuzz/known.py);
+`--ptxas sm_90a` also assembles every case with ptxas (works without a GPU); `--time-limit S`
+stops cleanly before a capped session ends and says where to resume.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 CRASH_MARKERS = ("CUDA", "cuda", "illegal", "launch failed")
 
 
-def _worker(target: str, kinds, conn) -> None:
+def _worker(target: str, kinds, conn, ptxas: str | None = None) -> None:
     """Runs the seeds the parent sends (None: stop), answering each with ("done", seed, result)."""
     from fuzz.generate import generate
-    from fuzz.harness import run_case
+    from fuzz.harness import assemble_case, run_case
 
     device = "cuda" if target not in ("sim", "interp") else "cpu"
     conn.send(("ready", None))
@@ -49,6 +51,9 @@ def _worker(target: str, kinds, conn) -> None:
                 o = run_case(case, tgt, dev, reference=ref)
                 verdicts[tgt] = {"status": o.status, "message": o.message[:4000], "worst": o.worst,
                                  "normwise": o.normwise}
+            if ptxas:
+                o = assemble_case(case, ptxas)
+                verdicts[f"ptxas-{ptxas}"] = {"status": o.status, "message": o.message[:4000] if not o.ok else ""}
             result = {"kind": case.kind, "threads": case.threads, "configs": case.prog.pass_configs,
                       "tags": {k: v for k, v in case.prog.tags.items() if not k.startswith("_")},
                       "verdicts": verdicts, "source": case.source, "seconds": time.time() - t0}
@@ -66,7 +71,8 @@ def _lost(target: str, status: str, message: str) -> dict:
             "verdicts": {target: {"status": status, "message": message}}}
 
 
-def _run(seeds: list[int], target: str, kinds, workers: int, on_result, deadline: float | None = None) -> list[int]:
+def _run(seeds: list[int], target: str, kinds, workers: int, on_result, deadline: float | None = None,
+         ptxas: str | None = None) -> list[int]:
     """Hands `seeds` out to `workers` processes one at a time, replacing any worker that dies
     mid-case (the case is reported as a crash); stops at `deadline` (a time.time()) and
     returns the seeds not run."""
@@ -76,7 +82,7 @@ def _run(seeds: list[int], target: str, kinds, workers: int, on_result, deadline
 
     def start():
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=_worker, args=(target, kinds, child), daemon=True)
+        p = ctx.Process(target=_worker, args=(target, kinds, child, ptxas), daemon=True)
         p.start()
         child.close()
         live[parent] = {"proc": p, "current": None}
@@ -122,9 +128,10 @@ def _run(seeds: list[int], target: str, kinds, workers: int, on_result, deadline
 
 
 def _table(title: str, rows: dict, columns: list[str]) -> str:
-    lines = [title, f"{'':>14} " + " ".join(f"{c:>9}" for c in columns)]
+    widths = [max(9, len(c)) for c in columns]
+    lines = [title, f"{'':>14} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths))]
     for key in sorted(rows, key=lambda k: (isinstance(k, str), k)):
-        lines.append(f"{key!s:>14} " + " ".join(f"{rows[key].get(c, 0):>9}" for c in columns))
+        lines.append(f"{key!s:>14} " + " ".join(f"{rows[key].get(c, 0):>{w}}" for c, w in zip(columns, widths)))
     return "\n".join(lines)
 
 
@@ -138,6 +145,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="where failing kernels and summary.json go")
     ap.add_argument("--no-avoid", action="store_true", help="also generate the constructs of known bugs")
     ap.add_argument("--quiet", action="store_true", help="no per-case progress lines")
+    ap.add_argument("--ptxas", default=None, metavar="ARCH",
+                    help="also assemble every case for ARCH (sm_80, sm_90a) with ptxas: no GPU needed")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="stop after this many seconds and report the seeds not run (for capped sessions)")
     args = ap.parse_args(argv)
@@ -148,7 +157,7 @@ def main(argv=None) -> int:
     os.makedirs(out_dir, exist_ok=True)
     kinds = args.kinds.split(",") if args.kinds else None
     seeds = list(range(args.seed, args.seed + args.cases))
-    targets = ["interp", args.target]
+    targets = ["interp", args.target] + ([f"ptxas-{args.ptxas}"] if args.ptxas else [])
     by_kind = collections.defaultdict(collections.Counter)
     by_threads = collections.defaultdict(collections.Counter)
     by_tag = collections.defaultdict(collections.Counter)
@@ -184,7 +193,7 @@ def main(argv=None) -> int:
                   f"{worst}", flush=True)
 
     deadline = None if args.time_limit is None else t0 + args.time_limit
-    left = _run(seeds, args.target, kinds, max(1, args.workers), on_result, deadline)
+    left = _run(seeds, args.target, kinds, max(1, args.workers), on_result, deadline, args.ptxas)
     elapsed = time.time() - t0
     statuses = sorted({s for c in by_kind.values() for s in c})
     print()

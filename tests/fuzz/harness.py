@@ -143,3 +143,21 @@ def judge(case, data: dict, got: dict, ref: dict) -> Outcome:
                 f"got {g[first]!r}, want {r.v[first]!r}")
     out.message = "; ".join(out.details)
     return out
+
+
+def assemble_case(case, arch: str = "sm_90a") -> Outcome:
+    """Lowers `case` for `arch`, emits PTX and assembles it with ptxas (no GPU needed)."""
+    from tilec.frontend import build_prim_func
+    from tilec.pipeline import lower_to_thread
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    try:
+        prim = load_kernel(case.source)
+        module, spec, _ = lower_to_thread(build_prim_func(prim), resolve_target(arch), case.prog.pass_configs)
+        cubin, report = assemble(emit_ptx(module, arch), arch)
+    except Exception as e:  # noqa: BLE001 -- every failure is a verdict
+        return _classify(e, "compile")
+    if not cubin.startswith(b"\x7fELF") or spec.kernel_name not in report.kernels:
+        return Outcome("internal", f"ptxas gave no cubin for {spec.kernel_name}:\n{report.log[-2000:]}")
+    return Outcome("ok", report.log[-500:] if report.log else "")
