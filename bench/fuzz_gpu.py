@@ -183,8 +183,8 @@ def main(argv=None) -> int:
                                  "status": v["status"], "message": v["message"]})
                 path = os.path.join(out_dir, f"{tgt}_seed{seed}.py")
                 with open(path, "w") as f:
-                    header = [f"# tilec fuzz case seed {seed} ({r['kind']}, threads {r['threads']}, "
-                              f"pass_configs {r['configs']}): {tgt} -> {v['status']}"]
+                    header = [(f"# tilec fuzz case seed {seed} ({r['kind']}, threads {r['threads']}, "
+                               f"pass_configs {r['configs']}): {tgt} -> {v['status']}")]
                     header += [f"# {line}" for line in v["message"].splitlines()]
                     header.append(f"# regenerate: cd tests && python -m fuzz.generate {seed}")
                     f.write("\n".join(header) + "\n" + r["source"])

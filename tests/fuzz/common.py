@@ -220,7 +220,13 @@ def block_index(prog: Program, k: int) -> Off:
 
 
 def broadcast_get(y: Tile, dim: int):
-    return lambda env: (lambda r: R(np.expand_dims(r.v, dim), np.expand_dims(r.m, dim), r.b))(env.tiles[y.name])
+    """A reduced tile's R with the reduced dim put back (size 1), to broadcast in the loop."""
+
+    def get(env):
+        r = env.tiles[y.name]
+        return R(np.expand_dims(r.v, dim), np.expand_dims(r.m, dim), r.b)
+
+    return get
 
 
 def padded(src: np.ndarray, offsets, extents) -> np.ndarray:

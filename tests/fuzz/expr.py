@@ -131,11 +131,14 @@ def _unary(name: str, a: Expr) -> Expr | None:
     dt, u = a.dtype, _u(a.dtype) + APPROX
     if dt is None:
         return None
-    if name == "neg":
-        return Expr(f"(-{a.text})", dt, a.bound, lambda env: (lambda x: R(-x.v, x.m, x.b))(a.fn(env)), a.size + 1)
-    if name == "abs":
-        return Expr(f"T.abs({a.text})", dt, a.bound,
-                    lambda env: (lambda x: R(np.abs(x.v), x.m, x.b))(a.fn(env)), a.size + 1)
+    if name in ("neg", "abs"):  # exact
+        op = np.negative if name == "neg" else np.abs
+
+        def fn(env):
+            x = a.fn(env)
+            return R(op(x.v), x.m, x.b)
+
+        return Expr(f"(-{a.text})" if name == "neg" else f"T.abs({a.text})", dt, a.bound, fn, a.size + 1)
     if name == "exp" and a.bound <= 4:
         def fn(env):
             x = a.fn(env)

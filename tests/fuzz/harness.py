@@ -147,10 +147,11 @@ def judge(case, data: dict, got: dict, ref: dict) -> Outcome:
 
 def assemble_case(case, arch: str = "sm_90a") -> Outcome:
     """Lowers `case` for `arch`, emits PTX and assembles it with ptxas (no GPU needed)."""
+    from tilec.targets.nvptx import assemble, emit_ptx
+
     from tilec.frontend import build_prim_func
     from tilec.pipeline import lower_to_thread
     from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
 
     try:
         prim = load_kernel(case.source)

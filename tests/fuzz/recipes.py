@@ -18,14 +18,31 @@ statements, and their reference steps.  Thread counts run from 32 to 1024 in ste
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (LOOP_VARS, Space, block_index, block_slices, broadcast_get, dynamic_sizes, fill, global_leaf,
-                     maybe_swizzle, maybe_walk, padded, parallel_assign, shift, space, threads, tile_leaf, walk_loop,
-                     write_global, write_tile)
-from .expr import Leaf, condition, expression
+from .common import (
+    LOOP_VARS,
+    Space,
+    block_index,
+    block_slices,
+    broadcast_get,
+    dynamic_sizes,
+    fill,
+    global_leaf,
+    maybe_swizzle,
+    maybe_walk,
+    padded,
+    parallel_assign,
+    shift,
+    space,
+    threads,
+    tile_leaf,
+    walk_loop,
+    write_global,
+    write_tile,
+)
+from .expr import condition, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_unit
 

@@ -20,7 +20,15 @@ import math
 
 import numpy as np
 
-from .common import fill, maybe_swizzle, parallel_assign, space, threads, tile_leaf, write_tile
+from .common import (
+    fill,
+    maybe_swizzle,
+    parallel_assign,
+    space,
+    threads,
+    tile_leaf,
+    write_tile,
+)
 from .expr import expression
 from .program import DTYPES, UNIT, Program, R, convert_unit
 from .recipes import REDUCE_KINDS, reduce_ref

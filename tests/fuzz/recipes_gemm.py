@@ -15,7 +15,17 @@ import math
 
 import numpy as np
 
-from .common import Space, fill, maybe_swizzle, padded, parallel_assign, space, threads, tile_leaf, write_global
+from .common import (
+    Space,
+    fill,
+    maybe_swizzle,
+    padded,
+    parallel_assign,
+    space,
+    threads,
+    tile_leaf,
+    write_global,
+)
 from .expr import Expr, Leaf, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, convert_unit
@@ -68,7 +78,8 @@ def gemm(d) -> Program:
     B = prog.tensor("B", (N, K) if tb else (K, N), in_dt["B"], "in")
     c_dt = "float16" if dt == "float16" and d.chance(0.1) else "float32"
     init = d.choice(("clear", "fill", "bias", "clear_accum")) if d.chance(0.4) else "clear"
-    Cin = prog.tensor("Cin", (M, N), d.choice(DTYPES), "in") if init == "bias" else None
+    if init == "bias":
+        prog.tensor("Cin", (M, N), d.choice(DTYPES), "in")
     a = prog.alloc("fragment" if d.chance(0.2) else "shared", (bk, bm) if ta else (bm, bk), dt, "a")
     b_frag = d.chance(0.1) and not (a.scope == "fragment" and avoid("gemm_fragment_a_and_b"))
     b = prog.alloc("fragment" if b_frag else "shared", (bn, bk) if tb else (bk, bn), dt, "b")
@@ -142,8 +153,11 @@ def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt:
         if kind == "shared":
             src = prog.alloc("shared", (bm, bn), d.choice(DTYPES))
             prog.emit(f"T.copy({c.name}, {src.name})")
-            prog.step(lambda env: env.tiles.__setitem__(src.name, (lambda r: R(
-                r.v, r.m, r.b + convert_unit(c.dtype, src.dtype)))(env.tiles[c.name])))
+            def to_shared(env, src=src):
+                r = env.tiles[c.name]
+                env.tiles[src.name] = R(r.v, r.m, r.b + convert_unit(c.dtype, src.dtype))
+
+            prog.step(to_shared)
         prog.store(src, C, offs, form=d.choice(("point", "slice")))
         return
     if kind == "parallel":
@@ -161,7 +175,7 @@ def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt:
         prog.step(lambda env: env.tiles.__setitem__(r.name, reduce_ref(rk, env.tiles[c.name], 1, (bm,), "float32",
                                                                         None)))
         gn = -(-N // bn)
-        Y = prog.tensor("Y", (M, gn), "float32", "out")
+        prog.tensor("Y", (M, gn), "float32", "out")
         prog.emit(f"for i in T.Parallel({bm}):")
         with prog.indent():
             prog.emit(f"Y[by * {bm} + i, bx] = {r.name}[i]")
@@ -178,9 +192,9 @@ def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt:
         return
     # chain: P = C in the operand dtype through shared memory, O = P·V (attention's second gemm)
     bd = d.choice((8, 16, 32)) if prog.kind == "gemm" else 16
-    pdt = dt if dt != "float32" else "float32"
+    pdt = dt
     p = prog.alloc("shared", (bm, bn), pdt, "p")
-    V = prog.tensor("V", (N, bd), pdt, "in")
+    prog.tensor("V", (N, bd), pdt, "in")
     v = prog.alloc("shared", (bn, bd), pdt, "v")
     o = prog.alloc("fragment", (bm, bd), "float32", "o")
     gn = -(-N // bn)
@@ -191,7 +205,7 @@ def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt:
     prog.emit(f"T.gemm({p.name}, {v.name}, {o.name})")
 
     def run(env):
-        by, bx = env.block[1], env.block[0]
+        bx = env.block[0]
         cr = env.tiles[c.name]
         vv = padded(env.g["V"].v, (bx * bn, 0), (bn, bd))
         b = cr.b + convert_unit(c.dtype, pdt) + (bn + 2) * UNIT["float32"]
@@ -230,10 +244,10 @@ def atomic(d) -> Program:
     combine = _COMBINE[kind]
     fn = f"T.atomic_{kind}"
     if form == "tile":  # every block combines its whole tile into the same (t0, t1) output
-        Out = prog.tensor("Out", sp.t, out_dt, "acc")
+        prog.tensor("Out", sp.t, out_dt, "acc")
         dst = d.choice(("Out", "Out[0, 0]", f"Out[0:{t0}, 0:{t1}]"))
         prog.emit(f"{fn}({dst}, {x.name})")
-        contrib = lambda env: env.tiles[x.name]  # noqa: E731
+        contrib = lambda env: env.tiles[x.name]
     elif form == "rows":  # reduce the tile's columns first, then one atomic per column
         if x.scope != "fragment":
             x2 = prog.alloc("fragment", sp.t, x.dtype)
@@ -245,9 +259,9 @@ def atomic(d) -> Program:
         prog.emit(f"T.reduce_{rk}({x.name}, {s.name}, dim=0)")
         prog.step(lambda env, x=x: env.tiles.__setitem__(s.name, reduce_ref(rk, env.tiles[x.name], 0, (t1,),
                                                                             "float32", None)))
-        Out = prog.tensor("Out", (t1,), out_dt, "acc")
+        prog.tensor("Out", (t1,), out_dt, "acc")
         prog.emit(f"{fn}({d.choice(('Out[0]', 'Out'))}, {s.name})")
-        contrib = lambda env: env.tiles[s.name]  # noqa: E731
+        contrib = lambda env: env.tiles[s.name]
     else:  # element atomics inside T.Parallel: Out[j] op= f(x[i, j])
         if avoid("parallel_atomic_replicated") and (t0 * t1 % (8 * prog.nthreads) or t1 & (t1 - 1)):
             form = "element-fallback"  # the known bug's condition (as far as measured): skip
@@ -257,7 +271,7 @@ def atomic(d) -> Program:
             X2 = prog.tensor("X2", (t0, t1), X.dtype, "in")
             prog.load(X2, [Off.const(0), Off.const(0)], x)
             sp = Space((t0, t1), sp.g, sp.n)
-        Out = prog.tensor("Out", (t1,), out_dt, "acc")
+        prog.tensor("Out", (t1,), out_dt, "acc")
         e = expression(d, [tile_leaf(x, ("i", "j"))], d.int(0, 2))
         if kind == "add" and d.chance(0.15) and not avoid("invariant_atomic_in_parallel"):
             e = Expr("1.0", "float32", 1.0, lambda env: R(np.ones(sp.t), np.ones(sp.t), 0.0))  # counts iterations
