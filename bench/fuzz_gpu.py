@@ -48,9 +48,9 @@ def _worker(target: str, kinds, conn, ptxas: str | None = None) -> None:
             ref = case.prog.reference(case.data())
             verdicts = {}
             for tgt, dev in (("interp", "cpu"), (target, device)):
-                o = run_case(case, tgt, dev, reference=ref)
+                o = run_case(case, tgt, dev, reference=ref, features=tgt == "sim")
                 verdicts[tgt] = {"status": o.status, "message": o.message[:4000], "worst": o.worst,
-                                 "normwise": o.normwise}
+                                 "normwise": o.normwise, "features": o.features}
             if ptxas:
                 o = assemble_case(case, ptxas)
                 verdicts[f"ptxas-{ptxas}"] = {"status": o.status, "message": o.message[:4000] if not o.ok else ""}
@@ -161,6 +161,7 @@ def main(argv=None) -> int:
     by_kind = collections.defaultdict(collections.Counter)
     by_threads = collections.defaultdict(collections.Counter)
     by_tag = collections.defaultdict(collections.Counter)
+    by_feature = collections.defaultdict(collections.Counter)
     failures = []
     t0 = time.time()
     done = [0]
@@ -177,6 +178,8 @@ def main(argv=None) -> int:
                 by_threads[r["threads"]][v["status"]] += 1
                 for k, val in r["tags"].items():
                     by_tag[f"{k}={val}"][v["status"]] += 1
+                for feat in v.get("features", ()):
+                    by_feature[f"{r['kind']}:{feat}"][v["status"]] += 1
             if v["status"] != "ok":
                 worst = v["status"]
                 failures.append({"seed": seed, "target": tgt, **{k: r[k] for k in ("kind", "threads", "configs")},
@@ -200,6 +203,10 @@ def main(argv=None) -> int:
     print(_table("by kind (target:verdict)", by_kind, statuses))
     print()
     print(_table(f"by thread count ({args.target})", by_threads, sorted({s for c in by_threads.values() for s in c})))
+    if by_feature:
+        print()
+        print(_table(f"lowering features used ({args.target}, kind:feature)", by_feature,
+                     sorted({s for c in by_feature.values() for s in c})))
     print()
     print(f"{done[0]} cases of seeds {args.seed}..{args.seed + args.cases - 1} on interp and {args.target} in "
           f"{elapsed:.0f} s; {len(failures)} failures")
@@ -213,7 +220,7 @@ def main(argv=None) -> int:
         json.dump({"seed": args.seed, "cases": args.cases, "run": done[0], "not_run": left, "target": args.target,
                    "seconds": elapsed,
                    "by_kind": by_kind, "by_threads": {str(k): v for k, v in by_threads.items()},
-                   "by_tag": by_tag, "failures": failures}, fh, indent=1, default=dict)
+                   "by_tag": by_tag, "by_feature": by_feature, "failures": failures}, fh, indent=1, default=dict)
     return 1 if failures else 0
 
 

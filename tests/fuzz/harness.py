@@ -39,6 +39,7 @@ class Outcome:
     worst: float = 0.0  # the largest error / tolerance ratio over the checked elements
     normwise: float = 0.0  # ||got - ref|| / ||magnitude||, the largest over the outputs
     details: list = field(default_factory=list)
+    features: list = field(default_factory=list)  # what the lowering used (wgmma, mma.sync, cp.async, ...)
 
     @property
     def ok(self) -> bool:
@@ -88,8 +89,14 @@ def _classify(e: BaseException, phase: str) -> Outcome:
     return Outcome("internal", f"{phase}: {type(e).__name__}: {text}\n{tb}")
 
 
-def run_case(case, target: str, device: str = "cpu", reference: dict | None = None) -> Outcome:
-    """Compiles and runs `case` on `target`, then checks every tensor against the reference."""
+FEATURES = {"wgmma": "wgmma.mma_async", "mma.sync": "nvvm.mma.sync", "cp.async": "cp.async", "ldmatrix": "ldmatrix",
+            "shfl": "shfl.sync", "swizzle": "arith.xori"}
+
+
+def run_case(case, target: str, device: str = "cpu", reference: dict | None = None,
+             features: bool = False) -> Outcome:
+    """Compiles and runs `case` on `target`, then checks every tensor against the reference
+    (with `features`, also notes which thread-level constructs the lowering used)."""
     import tilec
 
     data = case.data()
@@ -109,7 +116,11 @@ def run_case(case, target: str, device: str = "cpu", reference: dict | None = No
     except Exception as e:  # noqa: BLE001
         return _classify(e, "run")
     got = {t.name: x.double().cpu().numpy() for t, x in zip(case.prog.tensors, tensors)}
-    return judge(case, data, got, ref)
+    out = judge(case, data, got, ref)
+    if features and target != "interp":
+        thread = kernel.get_ir("thread")
+        out.features = [name for name, needle in FEATURES.items() if needle in thread]
+    return out
 
 
 def judge(case, data: dict, got: dict, ref: dict) -> Outcome:
