@@ -5,12 +5,15 @@ Requires: tile-select-mma, when tensor cores are wanted (its `mma` attribute on 
 Establishes: each fragment `tile.alloc` and each `tile.parallel` carries
   `layout = #tile.fragment<...>`; fragments a parallel loop indexes with its
   induction variables hold those elements on the threads that run them.
-Fails: TilecError at the loop when a fragment would need two layouts there.
+Fails: TilecError at the loop when a fragment would need two layouts there (a limit
+  of the CUDA target: the interpreter has no layouts).
 
 Inference is a fixed point (ARCHITECTURE.md, "Layouts"): gemm accumulators
 are seeds; reductions derive replicated layouts; fragment-to-fragment copies
-and parallel loops propagate layouts both ways; a fragment nothing constrains
-gets the default coalesced layout, largest fragments first.
+and parallel loops propagate layouts both ways; a loop that reads fragments only
+with fewer dims than it has (`y[i]` in `T.Parallel(m, n)`) follows one of them,
+extended over its other dims; a fragment nothing constrains gets the default
+coalesced layout, largest fragments first.
 
     %x = tile.alloc : !tile.buffer<4x1024xf32, fragment>
     tile.reduce %x, %m {kind = "max", dim = 1 : i64, clear = true} : ...
@@ -167,8 +170,10 @@ class _Inference:
         if not same_threads(old, layout):
             name = getattr(key, "result", None)
             what = f"fragment %{name.name_hint}" if name is not None and name.name_hint else "a fragment"
-            raise error_at(where, f"{what} is used with incompatible thread layouts: {old} and {layout}",
-                           hint="copy it into another fragment (T.copy) before using it with this shape")
+            raise error_at(where, f"{what} is used with incompatible thread layouts on the CUDA target: {old} "
+                                  f"and {layout}",
+                           hint="use a copy here: T.copy it into a T.alloc_shared buffer and from there into a "
+                                "second fragment (a fragment-to-fragment T.copy keeps the layout)")
         return False
 
     def run(self) -> None:

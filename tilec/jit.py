@@ -49,7 +49,18 @@ def check_pass_configs(pass_configs, loc: SourceLoc | None) -> dict:
             raise TilecError(f"unknown pass-config key {name!r}", loc=loc,
                              hint=f"did you mean {close[0]!r}?" if close else
                              f"known keys: {', '.join(PASS_CONFIG_KEYS[:4])}, ...")
+        value, allowed = configs[key], _CONFIG_VALUES.get(name)
+        if allowed is not None and not any(value == a and type(value) in (type(a), int) for a in allowed):
+            raise TilecError(f"pass config {name!r} = {value!r}: the value must be one of "
+                             f"{', '.join(map(repr, allowed))}", loc=loc)
     return {getattr(k, "value", k): v for k, v in configs.items()}
+
+
+_BOOL = (True, False)
+_CONFIG_VALUES = {  # the values tilec acts on, for the keys it reads (others are accepted as TileLang's)
+    "tl.config_index_bitwidth": (32, 64), "tl.enable_fast_math": _BOOL, "tl.disable_fast_math": _BOOL,
+    "tilec.enable_mma": _BOOL, "tilec.enable_wgmma": _BOOL,
+}
 
 
 def _def_loc(fn) -> SourceLoc | None:

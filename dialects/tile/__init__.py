@@ -67,6 +67,7 @@ from .ops import (
     missing_loop_dims,
     parallel_body_error,
     reduced_shape,
+    varies_per_element,
 )
 from .types import (
     ATOMIC_KINDS,
@@ -172,4 +173,5 @@ __all__ = [
     "reduced_shape",
     "squeezed",
     "tile_type",
+    "varies_per_element",
 ]

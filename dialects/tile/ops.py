@@ -1067,6 +1067,34 @@ def missing_loop_dims(indices: Sequence[SSAValue], loop: ParallelOp) -> list[int
     return sorted(set(ivs.values()) - used)
 
 
+def varies_per_element(values: Sequence[SSAValue], loop: ParallelOp) -> bool:
+    """Whether any of `values` may differ between the iterations of `loop`.
+
+    A value varies when it is computed (inside the loop) from the loop's indices or from an
+    element of a fragment or of a buffer allocated in the loop; values from outside, and
+    loads of other tiles at such values, are the same for every iteration.
+    """
+    ivs = set(loop.body.block.args)
+    seen: set[SSAValue] = set()
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if value in ivs:
+            return True
+        op = value.owner
+        if not isinstance(op, Operation) or not loop.is_ancestor(op):
+            continue
+        if isinstance(op, LoadOp):
+            src = op.source.type
+            if isinstance(src, BufferType) and (src.scope == "fragment" or loop.is_ancestor(op.source.owner)):
+                return True
+        stack.extend(op.operands)
+    return False
+
+
 def _fragment_written(op: Operation) -> SSAValue | None:
     dest = op.dest if isinstance(op, StoreOp) else op.dst if isinstance(op, AtomicOp) and op.indices else None
     return dest if dest is not None and isinstance(dest.type, BufferType) and dest.type.scope == "fragment" else None
@@ -1086,6 +1114,9 @@ def parallel_body_error(loop: ParallelOp) -> str | None:
         what = block_level_name(op)
         if what is not None:
             return f"{loop.name}: {what} ({op.name}) works on whole tiles and cannot be inside a tile.parallel"
+        if isinstance(op, ForOp) and varies_per_element((op.lb, op.ub, op.step), loop):
+            return (f"{loop.name}: the bounds of a tile.for inside it differ between its iterations; every "
+                    "iteration's inner loop runs the same range")
         if isinstance(op, AllocOp) and op.result.type.scope != "local":
             return f"{loop.name}: {op.result.type.scope} buffers cannot be allocated inside a tile.parallel"
         if _fragment_written(op) is not None:

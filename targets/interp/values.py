@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     IndexType,
     IntegerType,
     Signedness,
@@ -31,9 +33,14 @@ from xdsl.ir import Attribute
 from tilec.errors import error_at
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
-HALF_DTYPES = (np.dtype(np.float16), bfloat16)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+HALF_DTYPES = (np.dtype(np.float16), bfloat16, float8_e4m3fn, float8_e5m2)
+"""Floats narrower than 32 bits: math on them is computed in float32, as on the GPU."""
 
 _FLOAT_DTYPES = {
+    Float8E4M3FNType: float8_e4m3fn,
+    Float8E5M2Type: float8_e5m2,
     Float16Type: np.dtype(np.float16),
     BFloat16Type: bfloat16,
     Float32Type: np.dtype(np.float32),
@@ -55,7 +62,7 @@ def numpy_dtype(typ: Attribute) -> np.dtype | None:
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
-    """Where math on `dtype` is computed: float32 for the 16-bit floats, else the dtype itself."""
+    """Where math on `dtype` is computed: float32 for the 8- and 16-bit floats, else the dtype itself."""
     return np.dtype(np.float32) if dtype in HALF_DTYPES else dtype
 
 

@@ -968,6 +968,150 @@ def constant_index_read_out_of_range():
     build_prim_func(main)
 
 
+@case("the bounds of a loop inside T.Parallel must be the same for every element",
+      hint="guard the body with an `if`")
+def per_element_serial_bound():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(64):
+                acc = T.alloc_var(T.float32, init=0.0)
+                for k in T.serial(i % 4):  # ERR
+                    acc += A[k]
+                B[i] = acc
+
+    build_prim_func(main)
+
+
+@case("a kernel function opens one `with T.Kernel(...)`; this is a second one", hint="its own kernel function")
+def two_kernels_in_one_function():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                A[i] = A[i] + 1.0
+        with T.Kernel(1, threads=64) as bx:  # ERR
+            for i in T.Parallel(64):
+                B[i] = A[i]
+
+    build_prim_func(main)
+
+
+@case("a run-time `if` is only possible inside `with T.Kernel(...)`")
+def kernel_under_a_runtime_if():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32)):
+        if N > 10:  # ERR
+            with T.Kernel(1, threads=64) as bx:
+                A[0] = 1.0
+
+    build_prim_func(main)
+
+
+@case("writing an element of A is only possible inside `with T.Kernel(...)`", hint="move it into the kernel")
+def element_write_before_the_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        A[0] = 1.0  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    build_prim_func(main)
+
+
+@case("main has no `with T.Kernel(...)`", hint="with T.Kernel(grid, threads=...)")
+def function_without_a_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):  # ERR
+        pass
+
+    build_prim_func(main)
+
+
+@case("T.gemm accumulator C must be in fragment scope, got a local tile")
+def gemm_accumulator_in_local_scope():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 32), T.float16)
+            b = T.alloc_shared((32, 64), T.float16)
+            c = T.alloc_local((64, 64), T.float32)
+            T.gemm(a, b, c)  # ERR
+
+    build_prim_func(main)
+
+
+# --------------------------------------------------------------------------- #
+# Internal errors a hostile sweep found (issue 7, item 4)
+# --------------------------------------------------------------------------- #
+
+
+@case("the annotation of parameter `A` (T.Tensor((undefined_size,), T.float32)) does not evaluate: NameError",
+      hint="define the names they use there")
+def string_annotation_that_does_not_evaluate():
+    @T.prim_func
+    def main(A: "T.Tensor((undefined_size,), T.float32)"):  # ERR  # noqa: F821
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    build_prim_func(main)
+
+
+@case("T.const takes the size names as a string, got int 5", hint='T.const("N")')
+def const_with_a_number():
+    @tilec.jit(target="interp")
+    def kernel(A):
+        N = T.const(5)  # ERR
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    kernel.compile(N=4)
+
+
+@case("the integer 1180591620717411303424 does not fit in i32", hint="T.int64")
+def integer_constant_too_wide():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                A[i] = 2**70  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.Kernel threads must be a positive int or a list of up to 3, got [64.0]")
+def threads_as_a_float():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(2, threads=64.0) as bx:  # ERR
+            pass
+
+    build_prim_func(main)
+
+
+@case("out_idx must be an int or a list of ints, got 'a'", hint="out_idx=[-1]")
+def out_idx_as_a_string():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    build_prim_func(main, "a")
+
+
+@case("pass config 'tl.config_index_bitwidth' = 16: the value must be one of 32, 64")
+def pass_config_value_out_of_range():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    tilec.compile(main, target="interp", pass_configs={"tl.config_index_bitwidth": 16})
+
+
 # --------------------------------------------------------------------------- #
 # The checks
 # --------------------------------------------------------------------------- #

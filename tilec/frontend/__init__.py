@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.errors import SourceLoc, TilecError
-from tilec.language.program import PrimFunc, Symbol, Tensor
+from tilec.language.program import AnnotationError, PrimFunc, Symbol, Tensor
 from tilec.program import KernelProgram, Param
 
 from .codegen import Frame, KernelVisitor, parse_function
@@ -143,6 +143,9 @@ def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> t
     with builder.at_end_of(program.block):
         declare(visitor, program)
         visitor.visit_body(fdef.body)
+    if not visitor.kernels:
+        raise TilecError(f"{fn.__name__} has no `with T.Kernel(...)`: a kernel function launches one grid",
+                         loc=loc, hint="put the kernel's body under `with T.Kernel(grid, threads=...) as bx:`")
     ret = func.ReturnOp()
     ret.location = builder.stamp(loc)
     program.block.add_op(ret)
@@ -161,7 +164,12 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
     """IR for a lazy-style `T.prim_func`; `out_idx` marks the outputs the runtime allocates."""
 
     def declare(v, program: _ProgramBuilder):
-        for name, ann in pf.param_specs():
+        try:
+            specs = pf.param_specs()
+        except AnnotationError as e:
+            raise v.b.error(str(e), hint="annotations are evaluated where the kernel is defined (its globals "
+                                         "and closure): define the names they use there") from None
+        for name, ann in specs:
             if isinstance(ann, Tensor):
                 v.frame.names[name] = program._add_tensor(v, name, ann.shape, ann.dtype, ann.raw_dtype,
                                                           is_output=False)
@@ -173,7 +181,11 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
 
     program, _ = _build(pf.fn, eager=False, initial={}, consts=None, declare=declare)
     n = len(program.params)
-    idx = [] if out_idx is None else [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    idx = [] if out_idx is None else [out_idx] if isinstance(out_idx, int) else out_idx
+    if not isinstance(idx, list | tuple) or not all(isinstance(i, int) and not isinstance(i, bool) for i in idx):
+        raise TilecError(f"out_idx must be an int or a list of ints, got {out_idx!r}", loc=program.loc,
+                         hint="e.g. out_idx=[-1] for the last parameter")
+    idx = list(idx)
     for i in idx:
         if not -n <= i < n:
             raise TilecError(f"out_idx {i} is out of range for {pf.__name__}, which has {n} parameters",

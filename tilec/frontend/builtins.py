@@ -256,6 +256,9 @@ def _require_kernel(v, what: str, *, whole_tiles: bool = False) -> None:
 
 
 def _const(v, names):
+    if not isinstance(names, str) or not names.strip():
+        raise v.b.error(f"T.const takes the size names as a string, got {describe_(names)}",
+                        hint='e.g. N = T.const("N") or M, N = T.const("M, N")')
     values = tuple(v.program.const_value(v, n.strip()) for n in names.split(","))
     return values[0] if len(values) == 1 else values
 
@@ -342,7 +345,7 @@ def _gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_
     _require_kernel(v, "T.gemm", whole_tiles=True)
     a = _tile_operand(v, A, "T.gemm operand A", ("shared", "fragment"))
     b = _tile_operand(v, B, "T.gemm operand B", ("shared", "fragment"))
-    c = _tile_operand(v, C, "T.gemm accumulator C", ("fragment", "local"))
+    c = _tile_operand(v, C, "T.gemm accumulator C", ("fragment",))
     for what, x in (("A", a), ("B", b), ("C", c)):
         if len(x.type.shape) != 2:
             raise v.b.error(f"T.gemm operand {what} must be 2-D, got shape {x.type.shape}")
@@ -500,6 +503,7 @@ def _make_swizzled_layout(v, buffer, swizzle_bytes):
 
 
 def _print(v, obj, msg):
+    _require_kernel(v, "T.print")
     values = [] if obj is None else [region(v, obj, None, "T.print") if isinstance(obj, TileRef | Access) and
                                      not (isinstance(obj, Access) and obj.is_point) else
                                      _scalar_ssa(v, obj)]
@@ -513,6 +517,7 @@ def _scalar_ssa(v, value):
 
 
 def _device_assert(v, cond, msg):
+    _require_kernel(v, "T.device_assert")
     v.b.emit(tile.DeviceAssertOp(v.b.to_ssa(v.rvalue(cond), i1), str(msg)))
 
 
@@ -621,6 +626,11 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
         raise v.b.error(f"loop step must be positive, got {step}")
     (name,) = _loop_targets(v, node.target, 1, "a loop")
     bounds = [v.index_ssa(x) for x in (v.rvalue(start), v.rvalue(stop), v.rvalue(step))]
+    if v.parallel_loops and tile.varies_per_element(bounds, v.parallel_loops[-1]):
+        raise v.b.error("the bounds of a loop inside T.Parallel must be the same for every element, but these "
+                        "depend on the T.Parallel variables (or on per-element values)",
+                        hint="loop up to the largest bound and guard the body with an `if` on the element's own "
+                             "bound")
     op = v.b.emit(tile.ForOp(*bounds, kind, **opts))
     with v.runtime_region(op.body.block):
         v.bind(name, Scalar(op.induction_var))
@@ -631,6 +641,14 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
 def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
     if v.kernel is not None:
         raise v.b.error("T.Kernel cannot be nested inside another T.Kernel")
+    if v.runtime_depth:
+        raise v.b.error("T.Kernel cannot be opened inside a run-time `if` or loop",
+                        hint="open it at the top of the kernel function; decide with compile-time values, or "
+                             "test the sizes inside the kernel")
+    if v.kernels:
+        raise v.b.error("a kernel function opens one `with T.Kernel(...)`; this is a second one",
+                        hint="write the second launch as its own kernel function and call the two in turn")
+    v.kernels += 1
     bound = inspect.signature(T.Kernel.__wrapped__).bind(*grid, **kwargs)
     bound.apply_defaults()
     grid = list(bound.arguments["grid"])
@@ -641,8 +659,9 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
             raise v.b.error(f"T.Kernel grid sizes must be positive integers, got {describe_(g)}",
                             hint="a grid size counts blocks, e.g. T.ceildiv(N, block) with positive N and block")
     threads = bound.arguments["threads"]
-    threads = [threads] if isinstance(threads, int) else list(threads)
-    if not 1 <= len(threads) <= 3 or not all(isinstance(t, int) and t > 0 for t in threads):
+    threads = [threads] if not isinstance(threads, list | tuple) else list(threads)
+    if not 1 <= len(threads) <= 3 or not all(isinstance(t, int) and not isinstance(t, bool) and t > 0
+                                             for t in threads):
         raise v.b.error(f"T.Kernel threads must be a positive int or a list of up to 3, got {threads!r}")
     threads += [1] * (3 - len(threads))
     if threads[0] * threads[1] * threads[2] > 1024:

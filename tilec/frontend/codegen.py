@@ -98,6 +98,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.parallel_loops: list[tile.ParallelOp] = []  # the T.Parallel loops being built, outermost first
         self.parallel_names: list[list[str]] = []  # their loop variables' names
         self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
+        self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has one)
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
 
     # ------------------------------------------------------------------ #
@@ -229,12 +230,20 @@ class KernelVisitor(ast.NodeVisitor):
                                hint="index the tile to compare one element")
         return value
 
+    def require_kernel(self, what: str) -> None:
+        """Run-time work (element access, run-time `if`, asserts) happens inside the one T.Kernel."""
+        if self.kernel is None:
+            raise self.b.error(f"{what} is only possible inside `with T.Kernel(...)`",
+                               hint="move it into the kernel body; outside it, only sizes are computed")
+
     def load(self, access: Access) -> Scalar:
+        self.require_kernel(f"reading an element of {access.tile}")
         self.check_point(access)
         indices = [self.index_ssa(i) for i in access.indices]
         return Scalar(self.b.emit(tile.LoadOp(access.tile.ssa, indices)).results[0])
 
     def store(self, access: Access, value) -> None:
+        self.require_kernel(f"writing an element of {access.tile}")
         self.check_point(access)
         value = self.rvalue(value)
         if isinstance(value, TileRef):
@@ -331,6 +340,7 @@ class KernelVisitor(ast.NodeVisitor):
         if not isinstance(cond, Scalar):
             self.visit_body(node.body if cond else node.orelse)
             return
+        self.require_kernel("a run-time `if`")
         c = self.b.to_ssa(cond, i1)
         then_block, else_block = Block(), Block()
         op = self.b.emit(scf.IfOp(c, [], Region(then_block), Region(else_block) if node.orelse else None))
@@ -389,6 +399,7 @@ class KernelVisitor(ast.NodeVisitor):
         cond = self.rvalue(self.visit(node.test))
         msg = "" if node.msg is None else str(self.visit(node.msg))
         if isinstance(cond, Scalar):
+            self.require_kernel("a run-time `assert`")
             self.b.emit(tile.DeviceAssertOp(self.b.to_ssa(cond, i1), msg))
         elif not cond:
             raise self.b.error(f"assertion failed: {msg or ast.unparse(node.test)}")

@@ -119,6 +119,7 @@ class Builder:
                 if not value.is_integer():
                     raise self.error(f"{value} is not an integer, but an integer of type {typ} is needed here")
                 value = int(value)
+            _check_fits(self, int(value), typ)
             attr = IntegerAttr(int(value), typ)
         else:
             attr = FloatAttr(float(value), typ)
@@ -292,6 +293,15 @@ class Builder:
             e = Scalar(self.emit(mathd.ExpOp(self.negate(x).ssa)).results[0])
             return self.binop("/", 1.0, self.binop("+", 1.0, e))
         return Scalar(self.emit(UNARY_MATH[name](x.ssa)).results[0])
+
+
+def _check_fits(b: Builder, value: int, typ) -> None:
+    """An integer constant must fit its type (signless ints hold -2^(w-1) .. 2^w - 1, as in MLIR)."""
+    width = 64 if isinstance(typ, IndexType) else typ.width.data
+    low, high = (0, 1) if width == 1 else (-(1 << (width - 1)), (1 << width) - 1)
+    if not low <= value <= high:
+        raise b.error(f"the integer {value} does not fit in {typ}",
+                      hint=f"{typ} holds {low} .. {high}; compute in a wider type (T.int64) or a float")
 
 
 def _py_type(a, b):

@@ -54,6 +54,15 @@ class Tensor(metaclass=TensorMeta):
 Buffer = Tensor
 
 
+class AnnotationError(Exception):
+    """A parameter annotation that does not evaluate; the frontend reports it at the kernel."""
+
+    def __init__(self, name: str, text: str, error: Exception):
+        self.name, self.text, self.error = name, text, error
+        super().__init__(f"the annotation of parameter `{name}` ({text}) does not evaluate: "
+                         f"{type(error).__name__}: {error}")
+
+
 class PrimFunc:
     """A kernel function whose tensor parameters are annotated in its signature."""
 
@@ -76,7 +85,10 @@ class PrimFunc:
         for name in inspect.signature(self.fn).parameters:
             ann = hints.get(name)
             if isinstance(ann, str):
-                ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation
+                try:
+                    ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation
+                except Exception as e:  # noqa: BLE001 - any mistake in the annotation is the user's
+                    raise AnnotationError(name, ann, e) from None
             specs.append((name, ann))
         return specs
 

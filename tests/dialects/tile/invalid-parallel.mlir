@@ -66,6 +66,23 @@ func.func @pipelined_in_parallel() {
 
 // -----
 
+// An inner loop whose range depends on the element (a triangular loop).
+func.func @per_element_loop_bound() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [64, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    // expected-error@+1 {{tile.parallel: the bounds of a tile.for inside it differ between its iterations}}
+    tile.parallel (%i) in [8] {
+      tile.for %k = %c0 to %i step %c1 {
+      }
+    }
+  }
+  func.return
+}
+
+// -----
+
 // Shared and fragment buffers belong to the block.
 func.func @shared_alloc_in_parallel() {
   %g = arith.constant 1 : index

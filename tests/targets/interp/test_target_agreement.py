@@ -248,3 +248,82 @@ def test_shared_buffers_that_are_never_alive_together_share_the_budget():
     b = torch.zeros(n)
     tilec.compile(main, target="interp")(a.clone(), b)
     torch.testing.assert_close(b, a)
+
+
+# --------------------------------------------------------------------------- #
+# A true layout conflict: what the CUDA target's error tells the user to do works
+# --------------------------------------------------------------------------- #
+
+
+def rows_added_to_two_accumulators(through_shared: bool):
+    @T.prim_func
+    def main(A: T.Tensor((64, 16), T.float16), B: T.Tensor((16, 64), T.float16), R: T.Tensor((64,), T.float32),
+             C: T.Tensor((64, 64), T.float32), D: T.Tensor((64, 8), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 16), T.float16)
+            b = T.alloc_shared((16, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            acc2 = T.alloc_fragment((64, 8), T.float32)
+            rows = T.alloc_fragment((64,), T.float32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.copy(R, rows)
+            T.gemm(a, b, acc, clear_accum=True)
+            T.gemm(a, b[:, 0:8], acc2, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                acc[i, j] = acc[i, j] + rows[i]
+            if through_shared:
+                rows_s = T.alloc_shared((64,), T.float32)
+                rows2 = T.alloc_fragment((64,), T.float32)
+                T.copy(rows, rows_s)
+                T.copy(rows_s, rows2)
+                for i, j in T.Parallel(64, 8):
+                    acc2[i, j] = acc2[i, j] + rows2[i]
+            else:
+                for i, j in T.Parallel(64, 8):
+                    acc2[i, j] = acc2[i, j] + rows[i]
+            T.copy(acc, C)
+            T.copy(acc2, D)
+
+    return main
+
+
+def test_layout_conflict_is_a_cuda_error_and_its_hint_works():
+    with pytest.raises(tilec.TilecError) as info:
+        tilec.compile(rows_added_to_two_accumulators(False), out_idx=[3, 4], target="sim")
+    assert "incompatible thread layouts on the CUDA target" in info.value.msg
+    assert "T.alloc_shared" in info.value.hint
+    a, b, r = torch.randn(64, 16).half(), torch.randn(16, 64).half(), torch.randn(64)
+    ref = a.float() @ b.float() + r[:, None]
+    for target in TARGETS:
+        c, d = tilec.compile(rows_added_to_two_accumulators(True), out_idx=[3, 4], target=target)(a, b, r)
+        torch.testing.assert_close(c, ref, atol=1e-2, rtol=1e-2)
+        torch.testing.assert_close(d, ref[:, :8], atol=1e-2, rtol=1e-2)
+    # the interpreter runs the kernel the CUDA target refuses
+    c, d = tilec.compile(rows_added_to_two_accumulators(False), out_idx=[3, 4], target="interp")(a, b, r)
+    torch.testing.assert_close(d, ref[:, :8], atol=1e-2, rtol=1e-2)
+
+
+# --------------------------------------------------------------------------- #
+# float8: in the surface, so the interpreter runs it too
+# --------------------------------------------------------------------------- #
+
+
+def test_float8_runs_on_both_targets():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float8_e4m3fn), B: T.Tensor((64,), T.float32), C: T.Tensor((64,), T.float8_e5m2)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64,), T.float8_e4m3fn)
+            x = T.alloc_fragment((64,), T.float8_e4m3fn)
+            T.copy(A, s)
+            T.copy(s, x)
+            for i in T.Parallel(64):
+                B[i] = x[i] * 2.0
+                C[i] = x[i] + 1.0
+
+    a = torch.linspace(-4, 4, 64).to(torch.float8_e4m3fn)
+    for target in TARGETS:
+        b, c = torch.zeros(64), torch.zeros(64, dtype=torch.float8_e5m2)
+        tilec.compile(main, target=target)(a, b, c)
+        torch.testing.assert_close(b, a.float() * 2, msg=target)
+        torch.testing.assert_close(c.float(), (a.float() + 1).to(torch.float8_e5m2).float(), msg=target)
