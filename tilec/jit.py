@@ -132,6 +132,16 @@ class JITFunction:
 
     def __init__(self, fn, *, out_idx=None, target="auto", pass_configs=None, verbose=False,
                  execution_backend="auto", **_options):
+        if isinstance(fn, PrimFunc):
+            raise TilecError(f"@tilec.jit wraps a kernel function or a factory returning a T.prim_func, got the "
+                             f"T.prim_func {fn.__name__} itself", loc=_def_loc(fn.fn),
+                             hint="compile it with tilec.compile(prim_func, out_idx=...), or return it from a "
+                                  "factory decorated with @tilec.jit")
+        if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+            code = getattr(fn, "__code__", None)
+            raise TilecError(f"@tilec.jit needs a function defined with `def`, got {fn!r}",
+                             loc=SourceLoc(code.co_filename, code.co_firstlineno, 1) if code is not None else None,
+                             hint="tilec reads the kernel's source, so write it as a def in a .py file")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.execution_backend = execution_backend
@@ -183,7 +193,10 @@ class JITFunction:
 
     # lazy -----------------------------------------------------------------
     def _lazy(self, *args, **kwargs) -> JITKernel:
-        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=_def_loc(self.fn)) from None
         bound.apply_defaults()
         key = self._key(dict(bound.arguments))
         if key not in self._kernels:
@@ -220,7 +233,22 @@ class JITFunction:
         """Builds an eager kernel for explicit `T.const` sizes and compile-time arguments."""
         if not self._eager:
             return self._lazy(**kwargs)
-        return self._eager_kernel(*self._split_eager_kwargs(kwargs))
+        spec, consts = self._split_eager_kwargs(kwargs)
+        self._check_const_names(consts, spec)
+        return self._eager_kernel(spec, consts)
+
+    def _check_const_names(self, consts: dict, spec: dict) -> None:
+        from tilec.frontend import probe_eager
+
+        sizes = {d.name for _, shape, _ in probe_eager(self.fn, spec) for d in shape
+                 if isinstance(d, Symbol) and not d.dynamic}
+        unknown = sorted(set(consts) - sizes)
+        if unknown:
+            raise TilecError(f"{self.fn.__name__}.compile: {', '.join(unknown)} "
+                             f"{'is' if len(unknown) == 1 else 'are'} neither a parameter nor a T.const size",
+                             loc=_def_loc(self.fn),
+                             hint=f"its T.const sizes: {', '.join(sorted(sizes)) or 'none'}; its parameters: "
+                                  f"{', '.join(inspect.signature(self.fn).parameters)}")
 
     def _eager_kernel(self, spec: dict, consts: dict) -> JITKernel:
         spec, _ = self._split_eager_kwargs(spec)
@@ -270,6 +298,11 @@ class JITFunction:
         except TypeError as e:
             raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=_def_loc(self.fn)) from None
         tensors = {k: v for k, v in bound.arguments.items() if k in self._tensor_params}
+        for k, value in bound.arguments.items():
+            if k not in self._tensor_params and (hasattr(value, "shape") and hasattr(value, "dtype")):
+                raise TilecError(f"{self.fn.__name__}: argument `{k}` is a tensor, but the kernel does not annotate "
+                                 "it, so it would be a compile-time value", loc=_def_loc(self.fn),
+                                 hint=f"annotate it in the body: `{k}: T.Tensor(shape, dtype)`")
         spec, _ = self._split_eager_kwargs({k: v for k, v in bound.arguments.items() if k not in self._tensor_params})
         kernel = self._eager_kernel(spec, self._bind_consts(tensors, spec))
         order = [p.name for p in kernel.params if not p.is_output]

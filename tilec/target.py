@@ -148,7 +148,8 @@ class InterpBackend:
         from tilec.dialects import print_ir
 
         if stage != "tile":
-            raise TilecError(f"the interpreter target has only the 'tile' IR stage, not {stage!r}")
+            raise TilecError(f"the interpreter target has only the 'tile' IR stage, not {stage!r}",
+                             loc=self.program.loc, hint="compile for 'sim' or a GPU target to see the later stages")
         return print_ir(self.program.module)
 
     def kernel_source(self) -> str:
@@ -179,7 +180,8 @@ class SimBackend:
         if stage == "tile":
             return print_ir(self.program.module)
         if stage not in self._stages:
-            raise TilecError(f"the sim target has the IR stages tile, {', '.join(self._stages)}; not {stage!r}")
+            raise TilecError(f"the sim target has the IR stages tile, {', '.join(self._stages)}; not {stage!r}",
+                             loc=self.program.loc)
         return self._stages[stage]()
 
     def kernel_source(self) -> str:

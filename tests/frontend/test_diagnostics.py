@@ -1112,6 +1112,58 @@ def pass_config_value_out_of_range():
     tilec.compile(main, target="interp", pass_configs={"tl.config_index_bitwidth": 16})
 
 
+@case("argument `B` is a tensor, but the kernel does not annotate it", hint="`B: T.Tensor(shape, dtype)`")
+def eager_tensor_argument_not_annotated():
+    @tilec.jit(target="interp")
+    def kernel(A, B):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        C = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                C[i] = A[i]
+        return C
+
+    kernel(np.zeros(64, np.float32), np.zeros(64, np.float32))
+
+
+@case("kernel.compile: M is neither a parameter nor a T.const size", hint="its T.const sizes: N")
+def eager_compile_with_an_unknown_size():
+    @tilec.jit(target="interp")
+    def kernel(A):  # ERR
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    kernel.compile(M=64)
+
+
+@case("bad call of factory: got an unexpected keyword argument 'blok'")
+def factory_called_with_an_unknown_keyword():
+    @tilec.jit(out_idx=[-1], target="interp")
+    def factory(n, block=64):  # ERR
+        @T.prim_func
+        def main(A: T.Tensor((n,), T.float32)):
+            with T.Kernel(1, threads=64) as bx:
+                pass
+
+        return main
+
+    factory(128, blok=32)
+
+
+@case("@tilec.jit wraps a kernel function or a factory returning a T.prim_func, got the T.prim_func main",
+      hint="tilec.compile(prim_func, out_idx=...)")
+def jit_of_a_prim_func():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):  # ERR
+        with T.Kernel(1, threads=64) as bx:
+            pass
+
+    tilec.jit(out_idx=[-1])(main)
+
+
 # --------------------------------------------------------------------------- #
 # The checks
 # --------------------------------------------------------------------------- #
@@ -1145,3 +1197,12 @@ def test_located_diagnostic(trigger, fragment, hint):
     assert "internal compiler error" not in text
     assert err.__cause__ is None
     assert err.__context__ is None or err.__suppress_context__
+
+
+def test_jit_of_a_lambda_is_refused_at_its_line():
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(tilec.TilecError) as info:
+        tilec.jit(lambda n: n)
+    err = info.value
+    assert "@tilec.jit needs a function defined with `def`" in err.msg and "a def in a .py file" in err.hint
+    assert err.loc is not None and err.loc.line == line and err.loc.file.endswith("test_diagnostics.py")

@@ -28,7 +28,7 @@ from tilec.language.program import AnnotationError, PrimFunc, Symbol, Tensor
 from tilec.program import KernelProgram, Param
 
 from .codegen import Frame, KernelVisitor, parse_function
-from .semantic import Builder
+from .semantic import Builder, describe
 from .values import Scalar, TileRef
 
 
@@ -226,7 +226,13 @@ def probe_eager(fn, specialization: dict) -> list[tuple[str, tuple, DType | None
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
             fname = ast.unparse(stmt.value.func)
             if fname.endswith(("const", "dynamic", "symbolic")):
+                builder.loc = visitor.loc_of(stmt.value)
                 args = [visitor.visit(a) for a in stmt.value.args]
+                if not args or not isinstance(args[0], str) or not args[0].strip():
+                    what = fname.rsplit(".", 1)[-1]
+                    raise builder.error(f"T.{what} takes the size names as a string, got "
+                                        f"{describe(args[0]) if args else 'nothing'}",
+                                        hint=f'e.g. N = T.{what}("N") or M, N = T.{what}("M, N")')
                 names = [n.strip() for n in str(args[0]).split(",")]
                 syms = tuple(Symbol(n, dynamic=not fname.endswith("const")) for n in names)
                 visitor.assign(stmt.targets[0], syms[0] if len(syms) == 1 else syms)
