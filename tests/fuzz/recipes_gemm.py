@@ -25,6 +25,7 @@ from .common import (
     threads,
     tile_leaf,
     write_global,
+    write_tile,
 )
 from .expr import Expr, Leaf, expression
 from .known import avoid
@@ -41,7 +42,7 @@ def _tiles(d, engine: str) -> tuple[int, int, int]:
         if engine == "wgmma" and d.chance(0.8):
             bm, bn, bk = d.choice((64, 128)), d.choice((16, 32, 64, 128)), d.choice((16, 32, 64))
         elif engine != "simt" or d.chance(0.5):
-            bm, bn, bk = d.choice((16, 32, 48, 64)), d.choice((8, 16, 32, 48, 64)), d.choice((16, 32, 48, 64))
+            bm, bn, bk = 16 * d.int(1, 6), 8 * d.int(1, 8), 16 * d.int(1, 4)
         else:
             bm, bn, bk = (d.choice((4, 8, 12, 16, 24, 32, 64)) for _ in range(3))
         if bm * bn <= 8192 and bm * bk <= 4096 and bk * bn <= 4096:
@@ -106,8 +107,21 @@ def gemm(d) -> Program:
         opts.append(f"policy=T.GemmWarpPolicy.{policy}")
     if init == "clear_accum":
         opts.append("clear_accum=True")
-    body = [f"T.copy({a_at}, {a.name})", f"T.copy({b_at}, {b.name})",
-            f"T.gemm({a.name}, {b.name}, {c.name}{''.join(', ' + o for o in opts)})"]
+    body = [f"T.copy({a_at}, {a.name})", f"T.copy({b_at}, {b.name})"]
+    scale = 1.0
+    prep = d.choice(("none", "none", "scale", "stage"))
+    if prep == "scale":  # rewrite the loaded operand in the loop (exactly: a power of two)
+        scale = d.choice((0.5, 2.0, -1.0))
+        body.append(f"for i, k in T.Parallel({a.shape[0]}, {a.shape[1]}):")
+        body.append(f"    {a.name}[i, k] = {a.name}[i, k] * {scale!r}")
+    elif prep == "stage":  # load into a staging tile of A's dtype, convert into the operand
+        stg = prog.alloc("shared", a.shape, A.dtype, "stage")
+        body[0] = f"T.copy({a_at}, {stg.name})"
+        body.insert(1, f"T.copy({stg.name}, {a.name})" if d.chance(0.5) else
+                    f"for i, k in T.Parallel({a.shape[0]}, {a.shape[1]}):\n    {a.name}[i, k] = {stg.name}[i, k]")
+    prog.tag("prep", prep)
+    body.append(f"T.gemm({a.name}, {b.name}, {c.name}{''.join(', ' + o for o in opts)})")
+    body = [line for chunk in body for line in chunk.split("\n")]
     if loop == "none":
         for line in body:
             prog.emit(line)
@@ -133,7 +147,7 @@ def gemm(d) -> Program:
                 acc, mag = np.zeros((bm, bn)), np.zeros((bm, bn))
             av = padded(env.g["A"].v, (ko * bk, by * bm) if ta else (by * bm, ko * bk), a.shape)
             bv = padded(env.g["B"].v, (bx * bn, ko * bk) if tb else (ko * bk, bx * bn), b.shape)
-            av, bv = (av.T if ta else av), (bv.T if tb else bv)
+            av, bv = (av.T if ta else av) * scale, (bv.T if tb else bv)
             acc, mag = acc + av @ bv, mag + np.abs(av) @ np.abs(bv)
         budget = convert_unit(A.dtype, dt) + convert_unit(B.dtype, dt) + (K + 2) * UNIT[c_dt]
         env.tiles[c.name] = R(acc, mag, budget)
@@ -145,7 +159,7 @@ def gemm(d) -> Program:
 
 def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt: str) -> None:
     offs = [prog.block_off(1, bm), prog.block_off(0, bn)]
-    kind = d.choice(("copy", "copy", "parallel", "shared", "reduce", "chain"))
+    kind = d.choice(("copy", "copy", "parallel", "shared", "fragment", "reduce", "chain"))
     prog.tag("epilogue", kind)
     if kind in ("copy", "shared"):
         C = prog.tensor("C", (M, N), d.choice(DTYPES), "out")
@@ -160,6 +174,20 @@ def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt:
             prog.step(to_shared)
         prog.store(src, C, offs, form=d.choice(("point", "slice")))
         return
+    if kind == "fragment":  # into a plain fragment (a layout change), then element-wise, then out
+        f = prog.alloc("fragment", (bm, bn), d.choice(DTYPES))
+        prog.emit(f"T.copy({c.name}, {f.name})")
+        e = expression(d, [tile_leaf(f, ("i", "j"), exact=False, bound=4.0 * math.sqrt(K))], d.int(1, 2))
+
+        def to_fragment(env):
+            r = env.tiles[c.name]
+            env.tiles[f.name] = R(r.v, r.m, r.b + convert_unit(c.dtype, f.dtype))
+
+        prog.step(to_fragment)
+        parallel_assign(prog, (bm, bn), f"{f.name}[i, j]", e, write_tile(f, e.dtype))
+        C = prog.tensor("C", (M, N), d.choice(DTYPES), "out")
+        prog.store(f, C, offs, form=d.choice(("point", "slice")))
+        return
     if kind == "parallel":
         C = prog.tensor("C", (M, N), d.choice(DTYPES), "out")
         bias = prog.tensor("bias", (N,), d.choice(DTYPES), "in")
@@ -170,6 +198,17 @@ def _epilogue(d, prog: Program, c, M: int, N: int, bm: int, bn: int, K: int, dt:
         return
     if kind == "reduce":
         rk = d.choice(REDUCE_KINDS)
+        if d.chance(0.3):  # along the rows: one partial per block row
+            r = prog.alloc("fragment", (bn,), "float32")
+            prog.emit(f"T.reduce_{rk}({c.name}, {r.name}, dim=0)")
+            prog.step(lambda env: env.tiles.__setitem__(r.name, reduce_ref(rk, env.tiles[c.name], 0, (bn,),
+                                                                            "float32", None)))
+            gm = -(-M // bm)
+            prog.tensor("Y", (gm, N), "float32", "out")
+            prog.store(r, next(t for t in prog.tensors if t.name == "Y"),
+                       [Off("by", lambda env: env.block[1]), prog.block_off(0, bn)], form="slice", extents=(None, bn))
+            prog.tag("epilogue", "reduce0")
+            return
         r = prog.alloc("fragment", (bm,), "float32")
         prog.emit(f"T.reduce_{rk}({c.name}, {r.name}, dim=1)")
         prog.step(lambda env: env.tiles.__setitem__(r.name, reduce_ref(rk, env.tiles[c.name], 1, (bm,), "float32",
