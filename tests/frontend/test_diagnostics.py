@@ -831,6 +831,21 @@ def alloc_local_element_read_before_written():
     build_prim_func(main)
 
 
+@case("`tmp` is read here before this T.Parallel iteration has written it",
+      hint="allocate it inside the T.Parallel body")
+def alloc_local_filled_at_runtime_indices_outside():
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            tmp = T.alloc_local((4,), T.float32)
+            for i in T.Parallel(64):
+                for k in T.serial(4):
+                    tmp[k] = A[i * 4 + k]
+                B[i] = tmp[0] + tmp[3]  # ERR
+
+    build_prim_func(main)
+
+
 @case("`t` is read here after a T.Parallel loop that writes it", hint="assign it after the loop")
 def alloc_var_read_after_parallel_that_writes_it():
     @T.prim_func

@@ -186,7 +186,9 @@ def privatize(loop: tile.ParallelOp, location) -> list[Privatized]:
                 bad, f"{_name(alloc)} is read here before this T.Parallel iteration has written it, so it would "
                      "see a value from another iteration: T.alloc_var and T.alloc_local are per-thread, and the "
                      "iterations of T.Parallel run on different threads",
-                hint=_FIX + "; to use it as a temporary, assign it in the loop body before reading it")
+                hint=_FIX + "; to use it as a temporary, assign it in the loop body before reading it" +
+                ("" if buf.type.num_elements() == 1 else
+                 " (an array filled at run-time indices: allocate it inside the T.Parallel body)"))
         private = tile.AllocOp(buf.type)
         private.location = location
         body: Block = loop.body.block

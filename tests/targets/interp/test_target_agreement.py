@@ -112,7 +112,21 @@ def read_only_inside():
     return main, lambda a: a + 2 * a[0]
 
 
-PRIVATE = [temp_then_read, temp_on_both_branches, local_array_elements, serial_sum_reset_each_iteration,
+def local_array_inside_filled_by_a_loop():
+    # What the error for an outer array filled at run-time indices suggests: allocate it in the body.
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(64):
+                tmp = T.alloc_local((4,), T.float32)
+                for k in T.serial(4):
+                    tmp[k] = A[i * 4 + k]
+                B[i] = tmp[0] * tmp[3] + tmp[1] - tmp[2]
+
+    return main, lambda a: (lambda r: r[:, 0] * r[:, 3] + r[:, 1] - r[:, 2])(a.reshape(64, 4))
+
+
+PRIVATE = [local_array_inside_filled_by_a_loop, temp_then_read, temp_on_both_branches, local_array_elements, serial_sum_reset_each_iteration,
            rewritten_after_the_loop, read_only_inside]
 
 
