@@ -101,12 +101,12 @@ def maybe_walk(d, sp: Space, p: float = 0.25) -> Space:
     return Space(sp.t, g, n, walk=0)
 
 
-def shift(d, sp: Space):
-    """Now and then an input region starts off the tile grid: +1..+3, or -1 (below index 0
-    for the first block, unless known.py steers around that)."""
+def shift(d, sp: Space, p: float = 0.2):
+    """Now and then a region starts off the tile grid: +1..+3, or -1 (below index 0 for the
+    first block, unless known.py steers around that)."""
     from .known import avoid
 
-    if not d.chance(0.2):
+    if not d.chance(p):
         return None
     options = (0, 1, 2, 3) if avoid("negative_global_index") else (-1, 0, 1, 2, 3)
     return [d.choice(options) for _ in sp.t]
@@ -186,11 +186,12 @@ def write_tile(tile: Tile, src_dtype: str):
     return write
 
 
-def write_global(sp: Space, t: Tensor, src_dtype: str):
-    """A T.Parallel store into the block's region of `t`: the out-of-range part is skipped."""
+def write_global(sp: Space, t: Tensor, src_dtype: str, offs: list[Off] | None = None):
+    """A T.Parallel store into the block's region of `t` (at `offs` if given, else the
+    space's block offsets): the out-of-range part is skipped."""
 
     def write(env, r: R):
-        c = block_slices(sp, env)
+        c = block_slices(sp, env) if offs is None else clip([o.fn(env) for o in offs], sp.t, t.shape)
         if c is None:
             return
         gl = env.g[t.name]

@@ -66,7 +66,6 @@ def elementwise(d) -> Program:
 
 
 def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
-    offs = sp.offs(prog)
     leaves = []
     for a in inputs:
         path = d.choice(("global", "fragment", "shared"))
@@ -96,12 +95,13 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
     y = out if path == "global" else prog.alloc(path, sp.t, d.choice(DTYPES))
     # the branch whose conversion into y rounds most sets the bound
     src_dt = max([e.dtype] + ([branch[1].dtype] if branch else []), key=lambda t: convert_unit(t, y.dtype))
+    out_offs = sp.offs(prog, shift(d, sp, p=0.1))  # a shifted store leaves its first rows unwritten
     if path == "global":
-        target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(offs, vars_))}]"
-        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt), branch)
+        target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(out_offs, vars_))}]"
+        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt, out_offs), branch)
     else:
         parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch)
-        prog.store(y, out, offs, form=d.choice(("point", "slice")))
+        prog.store(y, out, out_offs, form=d.choice(("point", "slice")))
 
 
 # --------------------------------------------------------------------------- #
@@ -387,7 +387,11 @@ def copy(d) -> Program:
         prog.load(A, sp.offs(prog, sh), cur, form=d.choice(("point", "slice")))
         for hop in hops:
             cur = _HOPS[hop](d, prog, cur)
-        prog.store(cur, B, list(reversed(offs)) if transposed else offs, form=d.choice(("point", "slice")))
+        boffs = list(reversed(offs)) if transposed else offs
+        sh = shift(d, sp, p=0.1)
+        if sh is not None and not transposed:
+            boffs = sp.offs(prog, sh)
+        prog.store(cur, B, boffs, form=d.choice(("point", "slice")))
     return prog
 
 
