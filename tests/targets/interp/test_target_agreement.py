@@ -349,3 +349,82 @@ def test_float8_runs_on_both_targets():
         tilec.compile(main, target=target)(a, b, c)
         torch.testing.assert_close(b, a.float() * 2, msg=target)
         torch.testing.assert_close(c.float(), (a.float() + 1).to(torch.float8_e5m2).float(), msg=target)
+
+
+# --------------------------------------------------------------------------- #
+# Whole-tile ops on per-thread (local) tiles: every thread holds the whole tile, as on the
+# interpreter. Found by this sweep; the CUDA lowering (not this file's) gets them wrong, so
+# the sim cases are strict xfails naming the fix, to be turned on when it lands.
+# --------------------------------------------------------------------------- #
+
+_LOCAL_STRIDES = ("convert_tile_to_thread/copy.py: the layout for a local tile gives every dim slot stride 1 "
+                  "(Mode(n, 's', 1)), so a 2-D local copy or fill reads and writes the first row only; the "
+                  "strides must be the row-major suffix products")
+_LOCAL_GATHER = ("T.copy(fragment, local) copies only the thread's own fragment elements into its local tile; "
+                 "every thread needs all of them (a round trip through shared memory)")
+_LOCAL_REDUCE = "T.reduce_* from a local tile into a local tile does not leave the whole result in every thread"
+
+
+def local_tile(src: str, dst: str):
+    """X -> (src) -> a local (8, 32) tile -> (dst) -> Y."""
+    @T.prim_func
+    def main(X: T.Tensor((8, 32), T.float32), Y: T.Tensor((8, 32), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            loc = T.alloc_local((8, 32), T.float32)
+            if src == "shared":
+                s = T.alloc_shared((8, 32), T.float32)
+                T.copy(X, s)
+                T.copy(s, loc)
+            elif src == "fragment":
+                f = T.alloc_fragment((8, 32), T.float32)
+                T.copy(X, f)
+                T.copy(f, loc)
+            else:
+                T.copy(X, loc)
+            if dst == "parallel":
+                for i, j in T.Parallel(8, 32):
+                    Y[i, j] = loc[i, j]
+            else:
+                T.copy(loc, Y)
+
+    return main
+
+
+def local_reduce():
+    @T.prim_func
+    def main(X: T.Tensor((8, 32), T.float32), Y: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            loc = T.alloc_local((8, 32), T.float32)
+            r = T.alloc_local((8,), T.float32)
+            T.copy(X, loc)
+            T.reduce_sum(loc, r, dim=1)
+            T.copy(r, Y)
+
+    return main
+
+
+@pytest.mark.parametrize(("src", "dst"), [("global", "global"), ("global", "parallel"), ("shared", "global"),
+                                          ("fragment", "global"), ("fragment", "parallel")])
+def test_local_tile_round_trip_on_the_interpreter(src, dst):
+    x = torch.arange(256.0).reshape(8, 32)
+    torch.testing.assert_close(tilec.compile(local_tile(src, dst), out_idx=[1], target="interp")(x), x)
+
+
+@pytest.mark.xfail(strict=True, reason=_LOCAL_STRIDES)
+@pytest.mark.parametrize(("src", "dst"), [("global", "global"), ("global", "parallel"), ("shared", "global")])
+def test_local_tile_round_trip_on_sim(src, dst):
+    x = torch.arange(256.0).reshape(8, 32)
+    torch.testing.assert_close(tilec.compile(local_tile(src, dst), out_idx=[1], target="sim")(x), x)
+
+
+@pytest.mark.xfail(strict=True, reason=_LOCAL_GATHER)
+def test_local_tile_from_a_fragment_on_sim():
+    x = torch.arange(256.0).reshape(8, 32)
+    torch.testing.assert_close(tilec.compile(local_tile("fragment", "global"), out_idx=[1], target="sim")(x), x)
+
+
+@pytest.mark.parametrize("target", ["interp", pytest.param("sim", marks=pytest.mark.xfail(
+    strict=True, reason=_LOCAL_STRIDES + "; and: " + _LOCAL_REDUCE))])
+def test_local_tile_reduce(target):
+    x = torch.randn(8, 32)
+    torch.testing.assert_close(tilec.compile(local_reduce(), out_idx=[1], target=target)(x), x.sum(1))
