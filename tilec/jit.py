@@ -42,14 +42,14 @@ PASS_CONFIG_KEYS = (
 
 def check_pass_configs(pass_configs, loc: SourceLoc | None) -> dict:
     configs = dict(pass_configs or {})
-    for key in configs:
+    for key, value in configs.items():
         name = getattr(key, "value", key)
         if name not in PASS_CONFIG_KEYS:
             close = difflib.get_close_matches(str(name), PASS_CONFIG_KEYS, n=1)
             raise TilecError(f"unknown pass-config key {name!r}", loc=loc,
                              hint=f"did you mean {close[0]!r}?" if close else
                              f"known keys: {', '.join(PASS_CONFIG_KEYS[:4])}, ...")
-        value, allowed = configs[key], _CONFIG_VALUES.get(name)
+        allowed = _CONFIG_VALUES.get(name)
         if allowed is not None and not any(value == a and type(value) in (type(a), int) for a in allowed):
             raise TilecError(f"pass config {name!r} = {value!r}: the value must be one of "
                              f"{', '.join(map(repr, allowed))}", loc=loc)

@@ -63,12 +63,9 @@ from .ops import (
     ThreadIdOp,
     UseSwizzleOp,
     YieldOp,
-    block_level_name,
-    missing_loop_dims,
-    parallel_body_error,
     reduced_shape,
-    varies_per_element,
 )
+from .parallel_body import block_level_name, missing_loop_dims, parallel_body_error, varies_per_element
 from .types import (
     ATOMIC_KINDS,
     BufferType,

@@ -22,8 +22,8 @@ from xdsl.ir import Block, Region
 from tilec import config
 from tilec.dialects import tile
 from tilec.errors import SourceLoc, TilecError
-from tilec.source import parse_function
 from tilec.language.program import Symbol
+from tilec.source import parse_function
 
 from . import builtins as tb
 from .semantic import Builder, describe, is_compile_time

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from _interp_util import parse, run_text
 from tilec.targets.interp import run
-
 from xdsl.utils.exceptions import VerifyException
 
 from tilec.errors import TilecError

@@ -11,10 +11,10 @@ run where a GPU is visible (marked gpu, skipped otherwise).
 
 import pytest
 import torch
+from tilec.dialects import print_ir
 
 import tilec
 import tilec.language as T
-from tilec.dialects import print_ir
 from tilec.frontend import build_prim_func
 
 TARGETS = ["interp", "sim"]
@@ -123,7 +123,11 @@ def local_array_inside_filled_by_a_loop():
                     tmp[k] = A[i * 4 + k]
                 B[i] = tmp[0] * tmp[3] + tmp[1] - tmp[2]
 
-    return main, lambda a: (lambda r: r[:, 0] * r[:, 3] + r[:, 1] - r[:, 2])(a.reshape(64, 4))
+    def ref(a):
+        r = a.reshape(64, 4)
+        return r[:, 0] * r[:, 3] + r[:, 1] - r[:, 2]
+
+    return main, ref
 
 
 PRIVATE = [local_array_inside_filled_by_a_loop, temp_then_read, temp_on_both_branches, local_array_elements, serial_sum_reset_each_iteration,
