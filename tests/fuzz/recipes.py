@@ -166,8 +166,10 @@ def reduce(d) -> Program:
     x_dtype = d.choice(("float32", "float32", "float16", "bfloat16"))
     x = prog.alloc(d.choice(("fragment", "fragment", "shared")), sp.t, x_dtype)
     maybe_swizzle(d, prog, x, 0.2)
-    # (the CUDA target reduces a fragment only into a fragment: a located refusal otherwise)
-    y = prog.alloc("fragment" if x.scope == "fragment" else d.choice(("fragment", "shared")), out_shape, y_dtype)
+    y_scope = d.choice(("fragment", "fragment", "shared"))
+    if x.scope == "fragment" and avoid("reduce_fragment_to_shared"):
+        y_scope = "fragment"
+    y = prog.alloc(y_scope, out_shape, y_dtype)
     dim_text = d.choice((str(dim), str(dim - ndim))) if ndim > 1 or d.chance(0.5) else None
     dim_arg = "" if dim_text is None and dim == ndim - 1 else f", dim={dim_text if dim_text is not None else dim}"
     call = f"T.reduce_{kind}"
@@ -220,16 +222,7 @@ def reduce(d) -> Program:
     if ndim == 1 and d.chance(0.5):
         prog.store(y, Y, yoffs, form="point")
     elif (dim == ndim - 1 and ndim > 1 and avoid("trailing_index_copy")) or d.chance(0.2):
-        # The CUDA target refuses a fragment read by T.Parallel nests of different shapes (a
-        # located error: "used with incompatible thread layouts"); the epilogue's loop reads y
-        # too, so this loop reads a copy in shared memory (a fragment copy would take the same
-        # layout, see known.py's broadcast_layout_conflict).
-        ys = y
-        if epilogue:
-            ys = prog.alloc("shared", y.shape, y.dtype)
-            prog.emit(f"T.copy({y.name}, {ys.name})")
-            prog.step(lambda env, y=y, ys=ys: env.tiles.__setitem__(ys.name, env.tiles[y.name]))
-        _store_reduced(prog, ys, Y, yoffs, dim, ndim)
+        _store_reduced(prog, y, Y, yoffs, dim, ndim)  # (then maybe read again by the epilogue's loop)
     else:
         prog.store(y, Y, yoffs, form="slice", extents=extents)
     # ... and the broadcast epilogue, x - y (softmax-like), when the block holds whole rows

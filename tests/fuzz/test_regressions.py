@@ -254,3 +254,31 @@ def test_negative_global_index(make, want, target):
     expect = want(a.cpu())
     assert torch.equal(torch.isnan(b.cpu()), torch.isnan(expect)), f"written: {b}\nwant {expect}"
     _close(b.cpu()[~torch.isnan(expect)], expect[~torch.isnan(expect)])
+
+
+# --------------------------------------------------------------------------- #
+# 6. A valid kernel the CUDA target refuses: a fragment reduced into a shared tile
+#    ("T.reduce_* of a fragment on the CUDA target needs a fragment destination")
+# --------------------------------------------------------------------------- #
+
+
+def reduce_fragment_into_shared():
+    @T.prim_func
+    def main(X: T.Tensor((16, 32), T.float32), Y: T.Tensor((16,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((16, 32), T.float32)
+            y = T.alloc_shared((16,), T.float32)
+            T.copy(X, x)
+            T.reduce_sum(x, y, dim=1)
+            T.copy(y, Y)
+
+    return main
+
+
+@targets("reduce_fragment_to_shared", reason="refused on the CUDA target; the interpreter runs it (issue 7 item 2: "
+                                             "one language for every target)")
+def test_reduce_of_a_fragment_into_shared_memory(target):
+    dev = _device(target)
+    x, y = torch.randn(16, 32, device=dev), torch.full((16,), float("nan"), device=dev)
+    tilec.compile(reduce_fragment_into_shared(), target=target)(x, y)
+    _close(y, x.sum(1))
