@@ -215,18 +215,29 @@ def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
         barrier(L)
     elif dst.kind == "fragment":
         transfer(L, dst.layout, dst.shape, src, dst)
+    elif src.kind == "fragment" and dst.kind == "local":  # every thread needs every element
+        tmp = scratch_view(L, src.shape, src.element_type)
+        transfer(L, src.layout, src.shape, src, tmp)
+        barrier(L)
+        transfer(L, local_layout(dst.shape), dst.shape, tmp, dst)
+        barrier(L)
     elif src.kind == "fragment":
         transfer(L, src.layout, src.shape, src, dst)
     elif may_overlap(src, dst):
         transfer_staged(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
     elif src.kind == "local" or dst.kind == "local":
-        transfer(L, Layout(tuple((tile_mode(n),) for n in dst.shape), ()), dst.shape, src, dst)
+        transfer(L, local_layout(dst.shape), dst.shape, src, dst)
     else:
         transfer(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
 
 
-def tile_mode(n: int):
-    return Mode(n, "s", 1)
+def local_layout(shape) -> Layout:
+    """Every element in one thread's slots, row-major: how each thread walks a local (per-thread) tile."""
+    dims, stride = [], 1
+    for n in reversed(shape):
+        dims.insert(0, (Mode(n, "s", stride),))
+        stride *= n
+    return Layout(tuple(dims), ())
 
 
 @uniform(tile.FillOp)
@@ -237,6 +248,5 @@ def lower_fill(L: Lowerer, op: tile.FillOp) -> None:
         for s in range(dst.layout.num_slots):
             L.frag_store(dst, s, value)
         return
-    layout = memory_layout(L, dst.shape, dst) if dst.kind != "local" else \
-        Layout(tuple((tile_mode(n),) for n in dst.shape), ())
+    layout = memory_layout(L, dst.shape, dst) if dst.kind != "local" else local_layout(dst.shape)
     transfer(L, layout, dst.shape, None, dst, value)

@@ -20,7 +20,7 @@ from tilec.dialects.arith_utils import is_float
 from tilec.passes._layout import Layout, Mode
 
 from .context import Lowerer
-from .copy import barrier, memory_layout, scratch_view
+from .copy import barrier, local_layout, memory_layout, scratch_view
 from .memory import INDEX, View
 from .registry import uniform
 
@@ -68,8 +68,13 @@ def _abs(L: Lowerer, kind: str, x: SSAValue) -> SSAValue:
 def _reduce_from_memory(L: Lowerer, op: tile.ReduceOp, src: View, dst: View, acc_type) -> None:
     """Each thread reduces the lines of a shared or local tile that its destination elements need."""
     kind, dim, n = op.kind.data, op.axis, src.shape[op.axis]
-    layout = dst.layout if dst.kind == "fragment" else memory_layout(L, dst.shape, dst)
-    leader = L.replica_leader(layout) if dst.kind != "fragment" else None
+    if dst.kind == "fragment":
+        layout, leader = dst.layout, None
+    elif dst.kind == "local":  # each thread computes its own copy of every result
+        layout, leader = local_layout(dst.shape), None
+    else:
+        layout = memory_layout(L, dst.shape, dst)
+        leader = L.replica_leader(layout)
     for slot in range(layout.num_slots):
         index = L.layout_index(layout, slot) if len(src.shape) > 1 else []
 

@@ -357,16 +357,11 @@ def test_float8_runs_on_both_targets():
 
 # --------------------------------------------------------------------------- #
 # Whole-tile ops on per-thread (local) tiles: every thread holds the whole tile, as on the
-# interpreter. Found by this sweep; the CUDA lowering (not this file's) gets them wrong, so
-# the sim cases are strict xfails naming the fix, to be turned on when it lands.
+# interpreter. Found by this sweep and fixed in the CUDA lowering: a local tile's layout has
+# row-major slot strides, a fragment reaches every thread's local copy through shared memory,
+# and a reduction into a local tile computes every result in every thread.
 # --------------------------------------------------------------------------- #
 
-_LOCAL_STRIDES = ("convert_tile_to_thread/copy.py: the layout for a local tile gives every dim slot stride 1 "
-                  "(Mode(n, 's', 1)), so a 2-D local copy or fill reads and writes the first row only; the "
-                  "strides must be the row-major suffix products")
-_LOCAL_GATHER = ("T.copy(fragment, local) copies only the thread's own fragment elements into its local tile; "
-                 "every thread needs all of them (a round trip through shared memory)")
-_LOCAL_REDUCE = "T.reduce_* from a local tile into a local tile does not leave the whole result in every thread"
 
 
 def local_tile(src: str, dst: str):
@@ -414,21 +409,18 @@ def test_local_tile_round_trip_on_the_interpreter(src, dst):
     torch.testing.assert_close(tilec.compile(local_tile(src, dst), out_idx=[1], target="interp")(x), x)
 
 
-@pytest.mark.xfail(strict=True, reason=_LOCAL_STRIDES)
 @pytest.mark.parametrize(("src", "dst"), [("global", "global"), ("global", "parallel"), ("shared", "global")])
 def test_local_tile_round_trip_on_sim(src, dst):
     x = torch.arange(256.0).reshape(8, 32)
     torch.testing.assert_close(tilec.compile(local_tile(src, dst), out_idx=[1], target="sim")(x), x)
 
 
-@pytest.mark.xfail(strict=True, reason=_LOCAL_GATHER)
 def test_local_tile_from_a_fragment_on_sim():
     x = torch.arange(256.0).reshape(8, 32)
     torch.testing.assert_close(tilec.compile(local_tile("fragment", "global"), out_idx=[1], target="sim")(x), x)
 
 
-@pytest.mark.parametrize("target", ["interp", pytest.param("sim", marks=pytest.mark.xfail(
-    strict=True, reason=_LOCAL_STRIDES + "; and: " + _LOCAL_REDUCE))])
+@pytest.mark.parametrize("target", ["interp", "sim"])
 def test_local_tile_reduce(target):
     x = torch.randn(8, 32)
     torch.testing.assert_close(tilec.compile(local_reduce(), out_idx=[1], target=target)(x), x.sum(1))
