@@ -24,6 +24,7 @@ class Target:
     def build(self, program, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None):
         if self.kind == "interp":
             return InterpBackend(program)
+        check_one_kernel(program, self)
         if self.kind == "sim":
             return SimBackend(program, self, pass_configs)
         from tilec.targets.cuda_backend import CudaBackend  # the NVVM path, imported only when used
@@ -135,6 +136,19 @@ def check_gpu_limits(program) -> None:
                                    f"can give a block: at most {most} bytes, on {' and '.join(archs)}; "
                                    f"shared buffers: {listing}",
                            hint="use smaller tiles (block_M / block_N / block_K), or keep some buffers in fragments")
+
+
+def check_one_kernel(program, target: Target) -> None:
+    """The CUDA path launches one grid per kernel function (the interpreter runs any number in turn)."""
+    if program.module is None:
+        return  # from the cache: it was checked when it was built
+    from tilec.dialects import tile
+
+    kernels = [op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp)]
+    if len(kernels) > 1:
+        raise error_at(kernels[1], f"the {target.name} target launches one T.Kernel per kernel function, and this "
+                                   f"is number 2 of {len(kernels)} in {program.name} (the interpreter runs them in turn)",
+                       hint="write each launch as its own kernel function and call them one after the other")
 
 
 class InterpBackend:

@@ -998,18 +998,48 @@ def per_element_serial_bound():
     build_prim_func(main)
 
 
-@case("a kernel function opens one `with T.Kernel(...)`; this is a second one", hint="its own kernel function")
-def two_kernels_in_one_function():
+def _two_kernels():
     @T.prim_func
     def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
         with T.Kernel(1, threads=64) as bx:
             for i in T.Parallel(64):
                 A[i] = A[i] + 1.0
-        with T.Kernel(1, threads=64) as bx:  # ERR
+        with T.Kernel(1, threads=64) as bx:
             for i in T.Parallel(64):
-                B[i] = A[i]
+                B[i] = A[i] * 2.0
 
-    build_prim_func(main)
+    return main
+
+
+@case("the sim target launches one T.Kernel per kernel function, and this is number 2 of 2 in main",
+      hint="its own kernel function")
+def two_kernels_in_one_function_on_the_cuda_path():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            A[0] = 1.0
+        with T.Kernel(1, threads=64) as bx:  # ERR
+            B[0] = A[0]
+
+    tilec.compile(main, target="sim")
+
+
+@case("the sm_80 target launches one T.Kernel per kernel function")
+def two_kernels_in_one_function_for_sm80():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            A[0] = 1.0
+        with T.Kernel(1, threads=64) as bx:  # ERR
+            B[0] = A[0]
+
+    tilec.compile(main, target="sm_80")
+
+
+def test_two_kernels_in_one_function_run_in_turn_on_the_interpreter():
+    a, b = np.ones(64, np.float32), np.zeros(64, np.float32)
+    tilec.compile(_two_kernels(), target="interp")(a, b)
+    np.testing.assert_array_equal(b, np.full(64, 4.0, np.float32))
 
 
 @case("a run-time `if` is only possible inside `with T.Kernel(...)`")

@@ -98,7 +98,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.parallel_loops: list[tile.ParallelOp] = []  # the T.Parallel loops being built, outermost first
         self.parallel_names: list[list[str]] = []  # their loop variables' names
         self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
-        self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has one)
+        self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has at least one)
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
 
     # ------------------------------------------------------------------ #
