@@ -36,14 +36,9 @@ from tilec.dialects import tile
 from tilec.dtypes import from_ir
 from tilec.errors import error_at
 
-from ._layout import (
-    Layout,
-    Mode,
-    default_layout,
-    gemm_accumulator_layout,
-    mma_accumulator_layout,
-    wgmma_accumulator_layout,
-)
+from tilec.dialects.tile.layout import Layout, Mode
+
+from .layouts import default_layout, gemm_accumulator_layout, mma_accumulator_layout, wgmma_accumulator_layout
 
 
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:

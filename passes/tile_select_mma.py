@@ -27,7 +27,7 @@ from xdsl.passes import ModulePass
 
 from tilec.dialects import tile
 
-from ._layout import mma_accumulator_layout, wgmma_accumulator_layout
+from .layouts import mma_accumulator_layout, wgmma_accumulator_layout
 
 
 def _kernel_of(op) -> tile.KernelOp | None:
@@ -63,7 +63,7 @@ def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
     A must be K-major ([M, K], rows of 32, 64 or 128 bytes); B K-major ([N, K] with
     transpose_B, the same rows) or N-major ([K, N]: rows of 32 or 64 bytes, or N a multiple of
     64 stored as 64-column chunks with the 128-byte swizzle). The accumulator is an f32
-    fragment of 64-row blocks per warpgroup (`_layout.wgmma_accumulator_layout`).
+    fragment of 64-row blocks per warpgroup (`passes/layouts.py: wgmma_accumulator_layout`).
     """
     if not mma_fits(op, threads) or op.trans_a:
         return None

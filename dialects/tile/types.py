@@ -190,7 +190,7 @@ class SwizzleLayoutAttr(ParametrizedAttribute):
 class FragmentLayoutAttr(ParametrizedAttribute):
     """Which thread holds which element of a fragment, in which register slot.
 
-    The text is `passes._layout.Layout`'s: per dimension, modes of
+    The text is `tilec.dialects.tile.layout.Layout`'s: per dimension, modes of
     `<size><t|s><stride>` (thread or slot), most significant first, then the
     replicated thread modes: `#tile.fragment<"(4s8)x(128t1,8s1)|r()">`.
     """

@@ -24,7 +24,7 @@ from tilec.dialects import append_op, arith_utils, tile
 from tilec.dialects.arith_utils import is_float
 from tilec.errors import error_at
 
-from tilec.passes._layout import Layout, Mode
+from tilec.dialects.tile.layout import Layout, Mode
 
 from .memory import INDEX, Index, MemoryAccess, View  # noqa: F401
 

@@ -17,7 +17,8 @@ from xdsl.ir import Block, Region, SSAValue
 
 from tilec.dialects import nvvm, tile
 
-from tilec.passes._layout import Layout, Mode, default_layout
+from tilec.dialects.tile.layout import Layout, Mode
+from tilec.passes.layouts import default_layout
 
 from .context import Lowerer
 from .memory import View, element_bytes, global_ptr, memref_type, shared_ptr

@@ -1,6 +1,6 @@
 """The mma.sync m16n8k16 gemm (sm_80+): fragments of A and B loaded with ldmatrix from
 swizzled shared tiles (or pairs of elements), the f32 accumulator layout of
-`_layout.mma_accumulator_layout`.
+`passes/layouts.py: mma_accumulator_layout`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from xdsl.ir import Block, SSAValue
 
 from tilec.dialects import nvvm, tile
 
-from tilec.passes._layout import Mode, mma_warp_grid
+from tilec.dialects.tile.layout import Mode
+from tilec.passes.layouts import mma_warp_grid
 
 from .context import Lowerer
 from .memory import INDEX, View, element_bytes, shared_ptr
@@ -68,7 +69,7 @@ def lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> No
     Fragment registers follow the PTX ISA: lane = 4 * group + tig; A register i holds row
     group + 8 * (i % 2), columns 2 * tig + {0, 1} + 8 * (i // 2); B register j holds rows
     2 * tig + {0, 1} + 8 * j of column group; C value i holds row group + 8 * (i // 2),
-    column 2 * tig + i % 2 — the accumulator layout of `_layout.mma_accumulator_layout`.
+    column 2 * tig + i % 2 — the accumulator layout of `passes/layouts.py: mma_accumulator_layout`.
     """
     m, n, k = op.mnk()
     wm, wn = mma_warp_grid(m, n, L.threads // 32, op.policy.data)

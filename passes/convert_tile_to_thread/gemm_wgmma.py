@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from tilec.dialects import nvvm, tile
 
-from tilec.passes._layout import Mode
+from tilec.dialects.tile.layout import Mode
 
 from .context import Lowerer
 from .copy import barrier

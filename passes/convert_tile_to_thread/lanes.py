@@ -16,7 +16,7 @@ from xdsl.ir import Operation, SSAValue
 
 
 from tilec.passes._analysis import constant_value
-from tilec.passes._layout import Layout
+from tilec.dialects.tile.layout import Layout
 
 from .context import Lowerer, SlotMap
 

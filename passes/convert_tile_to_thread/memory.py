@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 
-from tilec.passes._layout import Layout
+from tilec.dialects.tile.layout import Layout
 
 if TYPE_CHECKING:
     from .context import Lowerer

@@ -17,7 +17,7 @@ from xdsl.ir import Block, SSAValue
 from tilec.dialects import nvvm, tile
 from tilec.dialects.arith_utils import is_float
 
-from tilec.passes._layout import Layout, Mode
+from tilec.dialects.tile.layout import Layout, Mode
 
 from .context import Lowerer
 from .copy import barrier, local_layout, memory_layout, scratch_view

@@ -1,156 +1,21 @@
-"""Fragment layouts: which thread holds which element of a register tile, in which slot.
-
-A fragment of shape (n0, n1, ...) spread over T threads is described per
-dimension by *modes*, most significant first.  A mode has a size, a kind
-(`t` for thread, `s` for slot) and a stride in that space:
-
-    index_d = sum(coord_k * prod(size of the modes after k in dim d))
-    thread  = sum(coord_k * stride_k  for thread modes) + replication part
-    slot    = sum(coord_k * stride_k  for slot modes)
-
-Replication modes are thread modes that map to no dimension: every thread
-along them holds the same elements (a row reduction's result is replicated
-over the threads that shared the row).  This is CuTe's layout algebra cut down
-to what the SIMT path needs; tensor-core fragments are layouts of this form
-too (mma.sync m16n8k16 accumulators are thread and slot modes).
-
-Text form, used in `#tile.fragment<"...">`:  `(8s4,8t16)x(16t1,4s1)|r()`
-"""
+"""Which layout a tile gets: the thread distributions the passes choose (coalesced element-wise
+tiles, the SIMT gemm accumulator, the mma.sync and wgmma accumulators) in the algebra of
+`tilec.dialects.tile.layout`."""
 
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
 
+from tilec.dialects.tile.layout import Layout, Mode
 
-@dataclass(frozen=True)
-class Mode:
-    size: int
-    kind: str  # "t" or "s"
-    stride: int
-
-    def __str__(self) -> str:
-        return f"{self.size}{self.kind}{self.stride}"
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A fragment layout: per-dimension modes plus replicated thread modes."""
-
-    dims: tuple[tuple[Mode, ...], ...]
-    rep: tuple[Mode, ...] = ()
-
-    # -- text ---------------------------------------------------------------
-    def __str__(self) -> str:
-        dims = "x".join("(" + ",".join(map(str, modes)) + ")" for modes in self.dims)
-        return f"{dims}|r({','.join(map(str, self.rep))})"
-
-    @staticmethod
-    def parse(text: str) -> Layout:
-        dims_text, rep_text = text.split("|")
-
-        def modes(group: str) -> tuple[Mode, ...]:
-            return tuple(Mode(int(a), k, int(b)) for a, k, b in re.findall(r"(\d+)([ts])(\d+)", group))
-
-        dims = tuple(modes(g) for g in re.findall(r"\(([^)]*)\)", dims_text))
-        return Layout(dims, modes(rep_text))
-
-    # -- facts --------------------------------------------------------------
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(math.prod(m.size for m in modes) for modes in self.dims)
-
-    @property
-    def num_slots(self) -> int:
-        return math.prod(m.size for modes in self.dims for m in modes if m.kind == "s")
-
-    @property
-    def num_threads(self) -> int:
-        return math.prod(m.size for m in self.thread_modes())
-
-    def thread_modes(self) -> list[Mode]:
-        return [m for modes in self.dims for m in modes if m.kind == "t"] + list(self.rep)
-
-    def slot_coords(self, slot: int) -> list[list[int | None]]:
-        """Per dimension, the coordinate of each slot mode for `slot` (None for thread modes)."""
-        return [[(slot // m.stride) % m.size if m.kind == "s" else None for m in modes] for modes in self.dims]
-
-    def index_parts(self, slot: int) -> list[tuple[int, list[tuple[Mode, int]]]]:
-        """Per dimension: (constant part from the slot, [(thread mode, its weight)])."""
-        parts = []
-        for modes in self.dims:
-            const, threads, weight = 0, [], 1
-            for m in reversed(modes):
-                if m.kind == "s":
-                    const += ((slot // m.stride) % m.size) * weight
-                else:
-                    threads.append((m, weight))
-                weight *= m.size
-            parts.append((const, threads))
-        return parts
-
-    def slot_of(self, index: tuple[int, ...]) -> int:
-        """The slot holding logical `index` (whatever thread holds it)."""
-        slot = 0
-        for modes, i in zip(self.dims, index):
-            for m, coord in zip(modes, _coords(modes, i)):
-                if m.kind == "s":
-                    slot += coord * m.stride
-        return slot
-
-    def thread_of(self, index: tuple[int, ...]) -> int:
-        """The first thread holding logical `index` (replicas add the rep modes)."""
-        thread = 0
-        for modes, i in zip(self.dims, index):
-            for m, coord in zip(modes, _coords(modes, i)):
-                if m.kind == "t":
-                    thread += coord * m.stride
-        return thread
-
-    # -- algebra ------------------------------------------------------------
-    def reduce(self, dim: int) -> Layout:
-        """The layout of a reduction along `dim`: its thread modes become replication."""
-        dims = [modes for d, modes in enumerate(self.dims) if d != dim]
-        gone = [m for m in self.dims[dim] if m.kind == "t"]
-        slots = sorted((m for modes in dims for m in modes if m.kind == "s"), key=lambda m: m.stride)
-        renumber, stride = {}, 1
-        for m in slots:  # compact the slot space of what is left
-            renumber[m] = stride
-            stride *= m.size
-        dims = tuple(tuple(Mode(m.size, "s", renumber[m]) if m.kind == "s" else m for m in modes) for modes in dims)
-        if not dims:
-            dims = ((Mode(1, "s", 1),),)
-        return Layout(dims, self.rep + tuple(gone))
-
-    def translate_slot(self, other: Layout, slot: int) -> int:
-        """The slot of `other` (same threads, other slot numbering) holding `self`'s `slot`."""
-        if other == self:
-            return slot
-        total = 0
-        for coords, modes in zip(self.slot_coords(slot), other.dims):
-            total += sum(c * m.stride for c, m in zip(coords, modes) if c is not None)
-        return total
-
-    def same_threads(self, other: Layout) -> bool:
-        """Whether `other` holds each element on the same threads as `self` (slots may differ)."""
-        strip = lambda lay: (tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes)  # noqa: E731
-                                   for modes in lay.dims), tuple(sorted((m.size, m.stride) for m in lay.rep)))
-        return strip(self) == strip(other)
+__all__ = ["default_layout", "gemm_accumulator_layout", "mma_accumulator_layout", "mma_warp_grid",
+           "wgmma_accumulator_layout"]
 
 
 def _largest_divisor(n: int, ok) -> int:
     """The largest divisor d of n with ok(d) (1 at least): thread modes must multiply to exactly
     the threads they cover, or the threads past their product would alias others unreplicated."""
     return max(d for d in range(1, n + 1) if n % d == 0 and (d == 1 or ok(d)))
-
-
-def _coords(modes: tuple[Mode, ...], index: int) -> list[int]:
-    coords = []
-    for m in reversed(modes):
-        coords.append(index % m.size)
-        index //= m.size
-    return coords[::-1]
 
 
 def _split(shape: tuple[int, ...], factors: list[tuple[int, str]]) -> list[list[tuple[int, str]]] | None:
