@@ -201,6 +201,14 @@ def write_global(sp: Space, t: Tensor, src_dtype: str, offs: list[Off] | None = 
     return write
 
 
+LOCAL_MAX = 256  # elements of a T.alloc_local tile (registers of every thread)
+
+
+def scopes(shape, *options: str) -> tuple[str, ...]:
+    """`options`, plus "local" when the tile is small enough to sit in every thread."""
+    return options + (("local",) if int(np.prod(shape)) <= LOCAL_MAX else ())
+
+
 def maybe_swizzle(d, prog: Program, tile: Tile, p: float = 0.3) -> None:
     """`T.annotate_layout({s: make_swizzled_layout(s)})` on a 2-D shared tile whose rows are
     a whole number of swizzle rows."""

@@ -70,7 +70,8 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Tile:
-    """A buffer the kernel allocates: scope "shared" or "fragment"."""
+    """A buffer the kernel allocates: scope "shared", "fragment" or "local" (per thread: every
+    thread holds the whole tile)."""
 
     name: str
     scope: str
@@ -158,9 +159,10 @@ class Program:
         return f"{prefix}{next(self._names)}"
 
     def alloc(self, scope: str, shape, dtype: str, prefix: str | None = None) -> Tile:
-        tile = Tile(self.fresh(prefix or ("s" if scope == "shared" else "f")), scope, tuple(shape), dtype)
+        tile = Tile(self.fresh(prefix or {"shared": "s", "fragment": "f", "local": "l"}[scope]), scope, tuple(shape),
+                    dtype)
         self.tiles.append(tile)
-        fn = "alloc_shared" if scope == "shared" else "alloc_fragment"
+        fn = f"alloc_{scope}"
         self.emit(f"{tile.name} = T.{fn}({tuple(shape)!r}, T.{dtype})")
         return tile
 

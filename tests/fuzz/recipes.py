@@ -34,6 +34,7 @@ from .common import (
     maybe_walk,
     padded,
     parallel_assign,
+    scopes,
     shift,
     space,
     threads,
@@ -68,7 +69,7 @@ def elementwise(d) -> Program:
 def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
     leaves = []
     for a in inputs:
-        path = d.choice(("global", "fragment", "shared"))
+        path = d.choice(scopes(sp.t, "global", "fragment", "shared"))
         sh = shift(d, sp)
         if sh is not None:
             prog.tag("shift", True)
@@ -136,8 +137,10 @@ def _reduced(shape, dim):
 
 
 def _prelude(d, prog: Program, x: Tile, vars_) -> None:
-    """Sometimes rewrites a loaded tile element-wise before it is used (in place or not)."""
-    if not d.chance(0.3):
+    """Sometimes rewrites a loaded tile element-wise before it is used (in place).  Not a
+    local tile: T.Parallel iterations run on different threads, and a local tile is per
+    thread (a located error: read before this iteration wrote it)."""
+    if not d.chance(0.3) or x.scope == "local":
         return
     e = expression(d, [tile_leaf(x, vars_)], d.int(1, 2))
     parallel_assign(prog, x.shape, f"{x.name}[{', '.join(vars_)}]", e, write_tile(x, e.dtype))
@@ -164,9 +167,9 @@ def reduce(d) -> Program:
     out_shape = _reduced(sp.t, dim)
     y_dtype = d.choice(("float32", "float32", "float16", "bfloat16"))
     x_dtype = d.choice(("float32", "float32", "float16", "bfloat16"))
-    x = prog.alloc(d.choice(("fragment", "fragment", "shared")), sp.t, x_dtype)
+    x = prog.alloc(d.choice(scopes(sp.t, "fragment", "fragment", "shared")), sp.t, x_dtype)
     maybe_swizzle(d, prog, x, 0.2)
-    y_scope = d.choice(("fragment", "fragment", "shared"))
+    y_scope = d.choice(scopes(out_shape, "fragment", "fragment", "shared"))
     if x.scope == "fragment" and avoid("reduce_fragment_to_shared"):
         y_scope = "fragment"
     y = prog.alloc(y_scope, out_shape, y_dtype)
@@ -307,12 +310,13 @@ def scan(d) -> Program:
     offs = sp.offs(prog)
     X = prog.tensor("X", sp.n, d.choice(DTYPES), "in")
     Y = prog.tensor("Y", sp.n, d.choice(DTYPES), "out")
-    x = prog.alloc(d.choice(("fragment", "fragment", "shared")), sp.t, d.choice(("float32", "float32", "float16")))
+    x = prog.alloc(d.choice(scopes(sp.t, "fragment", "fragment", "shared")), sp.t,
+                   d.choice(("float32", "float32", "float16")))
     prog.load(X, offs, x, form=d.choice(("point", "slice")))
     _prelude(d, prog, x, vars_)
-    inplace = d.chance(0.5)
-    y = x if inplace else prog.alloc(d.choice(("fragment", "shared")), sp.t, d.choice(("float32", "float16",
-                                                                                        "bfloat16")))
+    inplace = d.chance(0.5) and not (x.scope == "local" and avoid("scan_into_local"))
+    y_scopes = ("fragment", "shared") if avoid("scan_into_local") else scopes(sp.t, "fragment", "shared")
+    y = x if inplace else prog.alloc(d.choice(y_scopes), sp.t, d.choice(("float32", "float16", "bfloat16")))
     args = [x.name] + ([] if inplace else [y.name] if d.chance(0.5) else [f"dst={y.name}"])
     if dim != 0 or d.chance(0.5):
         args.append(f"dim={dim}")
@@ -374,7 +378,7 @@ def copy(d) -> Program:
     prog.tag("hops", "+".join(hops) or "load-store")
     with walk_loop(d, prog, sp) if sp.walk is not None else nullcontext():
         offs = sp.offs(prog)
-        cur = prog.alloc(d.choice(("shared", "fragment")), sp.t, d.choice(DTYPES))
+        cur = prog.alloc(d.choice(scopes(sp.t, "shared", "fragment")), sp.t, d.choice(DTYPES))
         maybe_swizzle(d, prog, cur)
         sh = shift(d, sp)
         prog.load(A, sp.offs(prog, sh), cur, form=d.choice(("point", "slice")))
@@ -389,8 +393,7 @@ def copy(d) -> Program:
 
 
 def _hop_copy(d, prog: Program, cur: Tile) -> Tile:
-    scope = "shared" if cur.scope == "fragment" else d.choice(("shared", "fragment", "fragment"))
-    new = prog.alloc(scope, cur.shape, d.choice(DTYPES))
+    new = prog.alloc(d.choice(scopes(cur.shape, "shared", "fragment", "fragment")), cur.shape, d.choice(DTYPES))
     maybe_swizzle(d, prog, new)
     prog.emit(f"T.copy({cur.name}, {new.name})")
     prog.step(lambda env: env.tiles.__setitem__(new.name, _converted(env.tiles[cur.name], cur, new)))
@@ -437,7 +440,7 @@ def _hop_subregion(d, prog: Program, cur: Tile) -> Tile:
         moved = [start[0] + cur.shape[0]] + start[1:]
         prog.emit(f"T.copy({region(start)}, {region(moved)})")
         last = moved
-    new = prog.alloc(d.choice(("shared", "fragment")), cur.shape, d.choice(DTYPES))
+    new = prog.alloc(d.choice(scopes(cur.shape, "shared", "fragment")), cur.shape, d.choice(DTYPES))
     prog.emit(f"T.copy({region(last)}, {new.name})")
 
     def run(env):

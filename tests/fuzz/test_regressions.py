@@ -19,7 +19,8 @@ import tilec
 import tilec.language as T
 
 FIXED = ("trailing_index_copy", "gemm_fragment_a_and_b", "parallel_atomic_replicated", "invariant_atomic_in_parallel",
-         "broadcast_layout_conflict")  # names of the bugs below whose fix has landed
+         "broadcast_layout_conflict", "negative_global_index", "scan_into_local",
+         "reduce_fragment_to_shared")  # names of the bugs below whose fix has landed
 
 
 def targets(bug: str | None, seen=("sim",), reason: str = ""):
@@ -282,3 +283,45 @@ def test_reduce_of_a_fragment_into_shared_memory(target):
     x, y = torch.randn(16, 32, device=dev), torch.full((16,), float("nan"), device=dev)
     tilec.compile(reduce_fragment_into_shared(), target=target)(x, y)
     _close(y, x.sum(1))
+
+
+# --------------------------------------------------------------------------- #
+# 7. A scan into a local tile does nothing on the CUDA path
+# --------------------------------------------------------------------------- #
+
+
+def cumsum_of_a_local_tile():
+    @T.prim_func
+    def main(X: T.Tensor((4,), T.float32), Y: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            x = T.alloc_local((4,), T.float32)
+            T.copy(X, x)
+            T.cumsum(x)
+            T.copy(x, Y)
+
+    return main
+
+
+def cummax_into_a_local_tile():
+    @T.prim_func
+    def main(X: T.Tensor((4,), T.float32), Y: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            f = T.alloc_fragment((4,), T.float32)
+            y = T.alloc_local((4,), T.float32)
+            T.copy(X, f)
+            T.cummax(f, y)
+            T.copy(y, Y)
+
+    return main
+
+
+@pytest.mark.parametrize("make,want", [(cumsum_of_a_local_tile, lambda x: x.cumsum(0)),
+                                       (cummax_into_a_local_tile, lambda x: x.cummax(0).values)],
+                         ids=["cumsum_in_place", "cummax_dst"])
+@targets("scan_into_local", reason="cumsum in place leaves the local tile unscanned; cummax into a local dst "
+                                   "leaves it all zero")
+def test_scan_of_a_local_tile(make, want, target):
+    dev = _device(target)
+    x, y = torch.tensor([4.0, -3.0, 2.0, 1.0], device=dev), torch.full((4,), float("nan"), device=dev)
+    tilec.compile(make(), target=target)(x, y)
+    _close(y, want(x.cpu()))
