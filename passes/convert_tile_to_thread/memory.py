@@ -121,10 +121,10 @@ class MemoryAccess:
         for off, i, dim in zip(view.offsets, index, view.dims):
             pos = self.add(off, i)
             if isinstance(pos, int) and isinstance(dim, int):
-                if pos < dim:
+                if 0 <= pos < dim:
                     continue
                 return self.const(0, i1)
-            c = self.emit(arith.CmpiOp(self.ssa(pos), self.ssa(dim), "slt")).results[0]
+            c = self.emit(arith.CmpiOp(self.ssa(pos), self.ssa(dim), "ult")).results[0]  # unsigned: also pos >= 0
             cond = c if cond is None else self.emit(arith.AndIOp(cond, c)).results[0]
         return cond
 

@@ -20,7 +20,7 @@ from tilec.dialects.arith_utils import is_float
 from tilec.dialects.tile.layout import Layout, Mode
 
 from .context import Lowerer
-from .copy import barrier, local_layout, memory_layout, scratch_view
+from .copy import barrier, local_layout, memory_layout, scratch_view, squeeze_map
 from .memory import INDEX, View
 from .registry import uniform
 
@@ -108,10 +108,8 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
     if src.kind != "fragment":
         _reduce_from_memory(L, op, src, dst, acc_type)
         return
-    if dst.kind != "fragment":
-        raise L.error(op, "T.reduce_* of a fragment on the CUDA target needs a fragment destination",
-                      hint="reduce into a T.alloc_fragment, then T.copy it")
-    ls, ld = src.layout, dst.layout
+    ls = src.layout
+    ld = dst.layout if dst.kind == "fragment" else ls.reduce(dim)  # the results' distribution
     # 1. each thread combines the slots it holds
     partial: dict[int, SSAValue] = {}
     for s in range(ls.num_slots):
@@ -138,7 +136,7 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
             offset *= 2
     if across:
         groups = math.prod(m.size for m in across)
-        tmp = scratch_view(L, (groups, math.prod(dst.shape)), acc_type)
+        tmp = scratch_view(L, (groups, math.prod(ld.shape)), acc_type)
         group = 0
         for m in across:
             group = L.add(L.mul(group, m.size), L.coord(m))
@@ -148,7 +146,7 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
             if not isinstance(c, int):
                 eq = L.emit(arith.CmpiOp(c, L.const(0), "eq")).results[0]
                 leader = eq if leader is None else L.emit(arith.AndIOp(leader, eq)).results[0]
-        flat_index = {d: _flat_dst(L, ld, d, dst.shape) for d in partial}
+        flat_index = {d: _flat_dst(L, ld, d, ld.shape) for d in partial}
         for d, v in partial.items():
             L.store(tmp, [group, flat_index[d]], v, leader)
         barrier(L)
@@ -160,10 +158,38 @@ def lower_reduce(L: Lowerer, op: tile.ReduceOp) -> None:
             partial[d] = total
         barrier(L)
     # 3. combine with the old value unless clear, and store
+    if dst.kind != "fragment":
+        _store_results(L, op, partial, ld, dst, acc_type)
+        return
     for d, v in partial.items():
         if not op.clear.value.data:
             v = combine(L, kind, L.convert(L.frag_load(dst, d), acc_type), v)
         L.frag_store(dst, d, v)
+
+
+def _store_results(L: Lowerer, op: tile.ReduceOp, partial: dict, ld: Layout, dst: View, acc_type) -> None:
+    """The results of a fragment's reduction (slot d of layout `ld` on each thread) into a shared,
+    global or local tile: one writer per element; a local tile is filled, in every thread, from
+    a shared copy."""
+    kind, clear = op.kind.data, op.clear.value.data
+    target = scratch_view(L, ld.shape, acc_type) if dst.kind == "local" else dst
+    leader = L.replica_leader(ld)
+    for d, v in partial.items():
+        index = squeeze_map(ld.shape, target.shape, L.layout_index(ld, d))
+        if not clear and target is dst:
+            v = combine(L, kind, L.convert(L.load(dst, index), acc_type), v)
+        L.store(target, index, L.convert(v, target.element_type), leader)
+    if target is dst:
+        return
+    barrier(L)
+    layout = local_layout(dst.shape)
+    for slot in range(layout.num_slots):
+        index = L.layout_index(layout, slot)
+        v = L.load(target, squeeze_map(dst.shape, target.shape, index))
+        if not clear:
+            v = combine(L, kind, L.convert(L.load(dst, index), acc_type), v)
+        L.store(dst, index, L.convert(v, dst.element_type))
+    barrier(L)
 
 
 def _butterfly_size(m: Mode) -> int:

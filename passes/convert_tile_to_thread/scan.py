@@ -19,7 +19,7 @@ from tilec.dialects import tile
 from tilec.dialects.arith_utils import is_float
 
 from .context import Lowerer
-from .copy import barrier, memory_layout, read_group, scratch_view, squeeze_map, transfer
+from .copy import barrier, local_layout, memory_layout, read_group, scratch_view, squeeze_map, transfer
 from .memory import View
 from .reduce import combine
 from .registry import uniform
@@ -72,7 +72,10 @@ def _to_memory(L: Lowerer, src: View, mem: View, shape) -> None:
 
 
 def _from_memory(L: Lowerer, mem: View, dst: View, shape) -> None:
-    layout = dst.layout if dst.kind == "fragment" else memory_layout(L, shape, dst, mem)
+    if dst.kind == "local":  # every thread's copy gets every element
+        layout = local_layout(shape)
+    else:
+        layout = dst.layout if dst.kind == "fragment" else memory_layout(L, shape, dst, mem)
     transfer(L, layout, shape, mem, dst)
 
 
