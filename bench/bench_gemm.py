@@ -29,8 +29,6 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
 
 
 def _kernels_dir() -> str:
@@ -41,10 +39,16 @@ def _kernels_dir() -> str:
     raise SystemExit("the reference kernels (shared/kernels) are not here; set TILEC_SHARED_KERNELS")
 
 
+# the reference kernels first: their own `_common` helpers, then the bench's (the same module name)
 sys.path.insert(0, _kernels_dir())
 import tilec.language as T  # noqa: E402
 from gemm import matmul  # noqa: E402 - shared/kernels/gemm.py
 from gemm_bias_gelu import gemm_bias_gelu  # noqa: E402 - shared/kernels/gemm_bias_gelu.py
+
+sys.path.pop(0)
+sys.modules.pop("_common", None)
+sys.path.insert(0, HERE)
+from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
 
 ONCE = os.environ.get("BENCH_ONCE") == "1"
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]

@@ -159,6 +159,10 @@ def _summarize(op: Operation) -> Summary:
         return Summary(Accesses(), Accesses(), has_barrier=True)
     if isinstance(op, tile.ForOp):
         return _synchronize_loop(op)
+    if isinstance(op, tile.WarpSpecializeOp):
+        # the producer's TMA loads are ordered by mbarriers, not barriers; the consumers' own
+        # accesses get (named) barriers among themselves
+        return synchronize_block(op.consumer.block)
     if isinstance(op, scf.IfOp):
         branches = [synchronize_block(r.block) for r in op.regions if r.blocks]
         return Summary(

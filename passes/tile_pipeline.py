@@ -43,120 +43,38 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilec.dialects import tile
 
 from ._analysis import constant_value
+from .loop_stages import (
+    Builder,
+    StagedCopy,
+    clone_slice,
+    pure,
+    staged_copy,
+    writes_global,
+)
 
 __all__ = ["TilePipelinePass"]
 
-INDEX = IndexType()
 
-# ops a source address may be computed with (cloned for a later iteration)
-_PURE_TILE = (tile.RegionOp, tile.DimOp)
-# how a multi-buffered tile may be used in the loop besides its one async copy
-_READERS = {tile.GemmOp: (0, 1), tile.CopyOp: (0,), tile.LoadOp: (0,), tile.ReduceOp: (0,)}
-
-
-class _NotPure(Exception):
-    pass
-
-
-def _top_level(op: Operation, body: Block) -> Operation:
-    while op.parent_block() is not body:
-        op = op.parent_op()
-    return op
-
-
-def _pure(op: Operation) -> bool:
-    return isinstance(op, _PURE_TILE) or (op.dialect_name() == "arith" and not op.regions)
-
-
-class _Builder:
-    """Collects new ops for one insertion point, folding the index arithmetic it can."""
-
-    def __init__(self):
-        self.ops: list[Operation] = []
-
-    def add(self, op: Operation) -> SSAValue:
-        self.ops.append(op)
-        return op.results[0]
-
-    def index(self, n: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(n, INDEX)))
-
-    def binary(self, cls, a: SSAValue, b: SSAValue | int) -> SSAValue:
-        if isinstance(b, int):
-            b = self.index(b)
-        return self.add(cls(a, b))
-
-
-@dataclass
-class _Copy:
-    op: tile.CopyOp
-    alloc: tile.AllocOp
-
-
-def _async_candidate(copy: tile.CopyOp, loop: tile.ForOp) -> _Copy | None:
-    body = loop.body.block
-    src, dst = copy.src.type, copy.dst.type
-    if not (isinstance(src, tile.TensorType) and isinstance(dst, tile.BufferType) and dst.scope == "shared"
-            and src.element_type == dst.element_type and copy.parent_block() is body):
-        return None
-    alloc = copy.dst.owner
-    if not isinstance(alloc, tile.AllocOp) or loop.is_ancestor(alloc):
-        return None
-    position = body.get_operation_index(copy)
-    for use in alloc.result.uses:
-        user = use.operation
-        if user is copy or isinstance(user, tile.AnnotateLayoutOp):
-            continue
-        if not loop.is_ancestor(user) or use.index not in _READERS.get(type(user), ()):
-            return None
-        if body.get_operation_index(_top_level(user, body)) <= position:
-            return None  # read before the copy: the loop carries the old value
-    try:
-        _check_slice(copy.src, body)
-    except _NotPure:
-        return None
-    return _Copy(copy, alloc)
-
-
-def _check_slice(value: SSAValue, body: Block) -> None:
-    op = value.owner
-    if not isinstance(op, Operation) or op.parent_block() is not body:
-        return
-    if not _pure(op):
-        raise _NotPure
-    for operand in op.operands:
-        _check_slice(operand, body)
-
-
-def _clone_slice(value: SSAValue, body: Block, iv: SSAValue, new_iv: SSAValue, b: _Builder,
-                 done: dict[Operation, Operation]) -> SSAValue:
-    """`value` recomputed with `new_iv` for `iv`: the body's ops it depends on are cloned into `b`."""
-    if value is iv:
-        return new_iv
-    op = value.owner
-    if not isinstance(op, Operation) or op.parent_block() is not body:
-        return value
-    if op not in done:
-        mapper = {v: _clone_slice(v, body, iv, new_iv, b, done) for v in op.operands}
-        done[op] = op.clone(value_mapper=mapper)
-        b.ops.append(done[op])
-    return done[op].results[op.results.index(value)]
-
-
-def _issue(copies: list[_Copy], buffers: dict, body: Block, iv: SSAValue, k: SSAValue, stage: SSAValue,
+def _issue(copies: list[StagedCopy], buffers: dict, body: Block, iv: SSAValue, k: SSAValue, stage: SSAValue,
            guard: SSAValue) -> scf.IfOp:
     """`if guard { the copies of iteration k, async, into stage }`."""
-    b, done = _Builder(), {}
+    b, done = Builder(), {}
     for c in copies:
-        src = _clone_slice(c.op.src, body, iv, k, b, done)
+        src = clone_slice(c.op.src, body, iv, k, b, done)
         view = b.add(tile.StageOp(buffers[c.alloc], stage))
         b.ops.append(tile.CopyOp(src, view))
         b.ops[-1].attributes["async"] = UnitAttr()
@@ -164,26 +82,13 @@ def _issue(copies: list[_Copy], buffers: dict, body: Block, iv: SSAValue, k: SSA
     return scf.IfOp(guard, [], Region(Block(b.ops)))
 
 
-def _writes_global(loop: tile.ForOp) -> bool:
-    """Whether anything in the loop writes global memory: a copy issued iterations ahead could
-    then read a tensor before the writes of the iterations between (arguments may alias)."""
-    for op in loop.walk():
-        if isinstance(op, tile.CopyOp) and isinstance(op.dst.type, tile.TensorType):
-            return True
-        if isinstance(op, tile.StoreOp) and isinstance(op.dest.type, tile.TensorType):
-            return True
-        if isinstance(op, tile.AtomicOp):
-            return True
-    return False
-
-
 def _pipeline(loop: tile.ForOp, stages: int) -> bool:
     body = loop.body.block
     iv = loop.induction_var
-    if _writes_global(loop):
+    if writes_global(loop):
         return False
     copies = [c for op in list(body.ops) if isinstance(op, tile.CopyOp)
-              if (c := _async_candidate(op, loop)) is not None]
+              if (c := staged_copy(op, loop)) is not None]
     if not copies:
         return False
 
@@ -204,7 +109,7 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
 
     # prologue: iterations 0 .. S-2 into stages 0 .. S-2, after a barrier: the stages may share
     # bytes with buffers read before the loop, and tile-insert-barriers leaves async writes alone
-    pre = _Builder()
+    pre = Builder()
     pre.ops.append(tile.BarrierOp())
     for s in range(stages - 1):
         k = lb if s == 0 else pre.binary(arith.AddiOp, lb, pre.binary(arith.MuliOp, step, s))
@@ -214,7 +119,7 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
     Rewriter.insert_op(pre.ops, InsertPoint.before(loop))
 
     # the loop's header: which stage, wait, barrier, the copies S-1 iterations ahead
-    head = _Builder()
+    head = Builder()
     i = iv
     if lb_c != 0:
         i = head.binary(arith.SubiOp, i, lb)
@@ -243,7 +148,7 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
                 use.operation.operands[use.index] = view
         Rewriter.erase_op(alloc)
     for op in reversed(list(body.ops)):  # the single-stage source addresses, now unused
-        if _pure(op) and all(not r.uses for r in op.results):
+        if pure(op) and all(not r.uses for r in op.results):
             Rewriter.erase_op(op)
 
     # nothing in flight after the loop, and every thread done reading its stages before anything

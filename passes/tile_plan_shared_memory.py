@@ -7,7 +7,8 @@ Establishes: each shared `tile.alloc` has `offset = <bytes> : i64`, a multiple
   `tile.annotate_layout` swizzles it); buffers whose live ranges overlap get
   disjoint bytes; each `tile.kernel` has `smem_bytes = <total> : i64`.
   Sizes are the buffers' types as they are now (multi-buffered stages must be
-  in the types already); `tile.alloc_barrier` mbarriers are not counted.
+  in the types already); each `tile.alloc_barrier` gets its `offset` too (8 bytes per mbarrier,
+  alive for the whole kernel).
 Fails: TilecError at the kernel when the total exceeds `limit` bytes (the limit
   of `target`, named in the message), listing every shared buffer.
 
@@ -45,7 +46,7 @@ BASE_ALIGN = 128
 
 @dataclass
 class _Buffer:
-    alloc: tile.AllocOp
+    alloc: tile.AllocOp | tile.AllocBarrierOp
     nbytes: int
     align: int
     start: int
@@ -57,6 +58,8 @@ class _Buffer:
 
     def describe(self) -> str:
         typ = self.alloc.result.type
+        if isinstance(typ, tile.MBarrierType):
+            return f"{self.alloc.result.name_hint or '<unnamed>'}: {typ.count} mbarriers ({self.nbytes} bytes)"
         shape = "x".join(map(str, typ.shape))
         name = self.alloc.result.name_hint or "<unnamed>"
         return f"{name}: {shape}x{typ.element_type} ({self.nbytes} bytes)"
@@ -119,6 +122,9 @@ def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
         )
         start, end = min(i[0] for i in intervals), max(i[1] for i in intervals)
         buffers.append(_Buffer(op, nbytes, _alignment(op), start, end))
+    for op in kernel.walk():  # mbarriers: 8 bytes each, alive for the whole kernel
+        if isinstance(op, tile.AllocBarrierOp):
+            buffers.append(_Buffer(op, 8 * op.result.type.count, 8, 0, len(order)))
     return buffers
 
 
@@ -183,5 +189,8 @@ class TilePlanSharedMemoryPass(ModulePass):
                 "stages, or keep some buffers in fragments",
             )
         for buf in buffers:
-            buf.alloc.attributes["offset"] = IntegerAttr(buf.offset, i64)
+            if isinstance(buf.alloc, tile.AllocBarrierOp):
+                buf.alloc.properties["offset"] = IntegerAttr(buf.offset, i64)
+            else:
+                buf.alloc.attributes["offset"] = IntegerAttr(buf.offset, i64)
         kernel.attributes["smem_bytes"] = IntegerAttr(total, i64)

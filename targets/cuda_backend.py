@@ -399,6 +399,8 @@ class CudaBackend:
         for kind, value in self.spec.args:
             if kind == "tensor":
                 args.append(Ptr(tensors[value].data_ptr()))
+            elif kind == "tensormap":
+                args.append(_tensor_map(value, tensors[value["tensor"]]))
             elif value in sizes:
                 args.append(int(sizes[value]))
             else:
@@ -428,3 +430,18 @@ class CudaBackend:
             loaded.launch(grid, self.spec.block, self.spec.smem_bytes, args, stream)
         outs = [tensors[i] for i in getattr(kernel, "out_idx", self.program.returns)]
         return None if not outs else outs[0] if len(outs) == 1 else outs
+
+
+_TENSOR_MAPS = None
+
+
+def _tensor_map(desc: dict, tensor):
+    """The launch argument of a TMA tensor map over `tensor` (encoded once per tensor geometry)."""
+    global _TENSOR_MAPS
+    from tilec.targets.cuda.tensor_map import TensorMapCache, TensorMapSpec
+    from tilec.targets.cuda_runtime import TensorMapArg
+
+    if _TENSOR_MAPS is None:
+        _TENSOR_MAPS = TensorMapCache()
+    spec = TensorMapSpec(desc["tensor"], desc["dtype"], tuple(desc["box"]), desc["swizzle"])
+    return TensorMapArg(_TENSOR_MAPS.get(spec, tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride())))

@@ -69,8 +69,17 @@ class Ptr(int):
 # --------------------------------------------------------------------------- #
 
 
+class TensorMapArg(bytes):
+    """A by-value kernel argument of 128 bytes aligned to 64: a TMA tensor map
+    (`CUtensorMap`, passed as a `__grid_constant__` parameter)."""
+
+    __slots__ = ()
+
+
 def _arg_format(i: int, arg) -> str:
     """The `struct` character for one argument (pycuda's `_build_arg_buf` spelling)."""
+    if isinstance(arg, TensorMapArg):
+        return "128s"
     if isinstance(arg, Ptr):
         return "P"
     if isinstance(arg, np.number):
@@ -92,6 +101,7 @@ def pack_args(args: Sequence) -> bytes:
 
     Equivalent to `pycuda.driver._build_arg_buf` for Ptr (a `DeviceAllocation`-like "P"),
     numpy scalars and int64 (`np.int64(x)`): `_pvt_struct.pack` is `struct.pack` in native mode.
+    Tensor maps are not packed here: their offsets come from the driver (`place_args`).
     """
     values = [int(a) if isinstance(a, Ptr) else a for a in args]
     return struct.pack(arg_format(args), *values)
@@ -113,6 +123,61 @@ def ctypes_params(args: Sequence) -> tuple[tuple, tuple]:
         values.append(int(a) if ch == "P" else a.item() if isinstance(a, np.number) else a)
         types.append(_CTYPES[ch])
     return tuple(values), tuple(types)
+
+
+def pointer_array(args: Sequence) -> tuple[int, list]:
+    """`kernelParams` as the driver takes it, built by hand: the address of an array of pointers to
+    each argument's bytes (the form cuda-bindings accepts as an int, needed for by-value tensor
+    maps), and the ctypes objects that must stay alive until the launch returns."""
+    keep: list = []
+    for i, a in enumerate(args):
+        if isinstance(a, TensorMapArg):
+            keep.append((ctypes.c_ubyte * len(a)).from_buffer_copy(a))
+            continue
+        ch = _arg_format(i, a)
+        value = int(a) if ch == "P" else a.item() if isinstance(a, np.number) else a
+        keep.append(_CTYPES[ch](value))
+    array = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
+    keep.append(array)
+    return ctypes.addressof(array), keep
+
+
+def place_args(args: Sequence, offsets: list[tuple[int, int]]) -> bytes:
+    """The parameter buffer with argument i at `offsets[i]` = (byte offset, size)."""
+    if len(offsets) != len(args):
+        raise TilecError(f"the kernel takes {len(offsets)} parameters, {len(args)} were given")
+    buf = bytearray(max((o + n for o, n in offsets), default=0))
+    for i, (a, (offset, size)) in enumerate(zip(args, offsets)):
+        data = bytes(a) if isinstance(a, TensorMapArg) else pack_args([a])
+        if len(data) != size:
+            raise TilecError(f"kernel argument {i}: {len(data)} bytes for a parameter of {size}")
+        buf[offset:offset + size] = data
+    return bytes(buf)
+
+
+def param_offsets(image: bytes, name: str, device: int) -> list[tuple[int, int]]:
+    """(offset, size) of each parameter of kernel `name` in `image`, as the driver lays them out
+    (cuda-bindings' cuFuncGetParamInfo on a second load of the image in the primary context)."""
+    from cuda.bindings import driver
+
+    ctx = _bindings_context(device)
+    _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    try:
+        module = _check(driver.cuModuleLoadData(image), f"loading kernel {name!r} for its parameter layout")
+        try:
+            function = _check(driver.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name!r})")
+            offsets, i = [], 0
+            while True:
+                err, offset, size = driver.cuFuncGetParamInfo(function, i)
+                if err != driver.CUresult.CUDA_SUCCESS:
+                    break
+                offsets.append((int(offset), int(size)))
+                i += 1
+            return offsets
+        finally:
+            driver.cuModuleUnload(module)
+    finally:
+        _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
 def _image_bytes(image: bytes | str) -> bytes:
@@ -291,6 +356,8 @@ class _PycudaKernel(LoadedKernel):
         self._drv = drv
         self._kinds: tuple = ()
         self._fmt = ""
+        self._image = image
+        self._offsets: list[tuple[int, int]] | None = None
         self._ctx = _pycuda_context(device)
         self._ctx.push()
         try:
@@ -308,7 +375,10 @@ class _PycudaKernel(LoadedKernel):
         kinds = tuple(map(type, args))
         if kinds != self._kinds:  # a kernel's argument types never change: build the format once
             self._kinds, self._fmt = kinds, arg_format(args)
-        buf = struct.pack(self._fmt, *[int(a) if isinstance(a, Ptr) else a for a in args])
+        if TensorMapArg in kinds:
+            buf = self._placed_args(args)
+        else:
+            buf = struct.pack(self._fmt, *[int(a) if isinstance(a, Ptr) else a for a in args])
         self._ctx.push()
         try:
             if smem_bytes > self._smem_opt_in:
@@ -322,6 +392,14 @@ class _PycudaKernel(LoadedKernel):
             raise _pycuda_error(f"launching {self.name} grid={grid} block={block} smem={smem_bytes}", e) from None
         finally:
             drv.Context.pop()
+
+    def _placed_args(self, args) -> bytes:
+        """The parameter buffer at the offsets the driver gives (cuFuncGetParamInfo): a by-value
+        parameter's alignment is relative to where the driver puts the parameter space, so a
+        tensor map does not land where C struct rules would place it."""
+        if self._offsets is None:
+            self._offsets = param_offsets(self._image, self.name, self.device)
+        return place_args(args, self._offsets)
 
     def _launch_bridged(self, grid, block, buf, smem) -> None:
         """Launch on the legacy stream, ordered after and before torch's current stream.
@@ -399,7 +477,11 @@ class _BindingsKernel(LoadedKernel):
     def launch(self, grid, block, smem_bytes, args, stream=0) -> None:
         driver = self._driver
         (gx, gy, gz), (bx, by, bz) = self._dims(grid, block)
-        params = ctypes_params(args)
+        keep = None
+        if any(isinstance(a, TensorMapArg) for a in args):
+            params, keep = pointer_array(args)
+        else:
+            params = ctypes_params(args)
         self._push()
         try:
             if smem_bytes > self._smem_opt_in:
@@ -410,5 +492,6 @@ class _BindingsKernel(LoadedKernel):
             _check(driver.cuLaunchKernel(self._function, gx, gy, gz, bx, by, bz, int(smem_bytes),
                                          driver.CUstream(int(stream)), params, 0),
                    f"launching {self.name} grid={(gx, gy, gz)} block={(bx, by, bz)} smem={smem_bytes}")
+            del keep  # the argument bytes the driver read during the call
         finally:
             self._pop()

@@ -32,11 +32,17 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
     from tilec.passes.tile_select_mma import TileSelectMmaPass
 
+    from tilec.passes.tile_warp_specialize import TileWarpSpecializePass
+
     configs = pass_configs or {}
+    wgmma = target.has_wgmma and bool(configs.get("tilec.enable_wgmma", True))
+    specialize = wgmma and target.has_tma and not configs.get("tl.disable_warp_specialized") and \
+        not configs.get("tl.disable_tma_lower")
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
-        *([TileSelectMmaPass(arch=target.arch, wgmma=target.has_wgmma and bool(configs.get("tilec.enable_wgmma")))]
+        *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)]
           if _sm80_or_later(target) and configs.get("tilec.enable_mma", True) else []),  # tensor cores
+        *([TileWarpSpecializePass()] if specialize else []),  # T.Pipelined wgmma loops: TMA producer warpgroup
         *([TilePipelinePass()] if _sm80_or_later(target) else []),  # T.Pipelined: multi-buffered cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, budget check
@@ -139,5 +145,11 @@ def lower_to_thread(program, target, pass_configs: dict) -> tuple[ModuleOp, Laun
     for i in range(0, len(pairs), 2):
         sym = program.params[pairs[i]].shape[pairs[i + 1]]
         args.append(("size", sym.name))
+    maps = kfunc.attributes.get("tilec.tensor_maps")
+    for m in maps.data if maps is not None else ():
+        d = m.data
+        args.append(("tensormap", {"tensor": d["tensor"].value.data, "dtype": d["dtype"].data,
+                                   "box": list(d["box"].get_values()), "swizzle": d["swizzle"].value.data}))
+    block = tuple(kfunc.attributes["nvvm.maxntid"].get_values())  # a warp-specialized kernel adds a producer
     spec = LaunchSpec(kfunc.sym_name.data, block, smem, grid, args)
     return module, spec, stages

@@ -208,6 +208,20 @@ class SimBackend:
     def run(self, arrays: list, sizes: dict) -> None:
         from tilec.targets.interp.simt import run_kernel
 
-        args = [arrays[value] if kind == "tensor" else sizes[value] for kind, value in self.spec.args]
+        args = [_sim_arg(self.program, kind, value, arrays, sizes) for kind, value in self.spec.args]
         run_kernel(self.module, args, self.spec.grid.evaluate(sizes), self.spec.block, self.spec.smem_bytes,
                    self.spec.kernel_name)
+
+
+def _sim_arg(program, kind: str, value, arrays: list, sizes: dict):
+    """One simulated kernel argument: a tensor's array, a size, or a tensor map over a tensor."""
+    if kind == "tensor":
+        return arrays[value]
+    if kind == "size":
+        return sizes[value]
+    from tilec.targets.interp.simt_hopper import TensorMapSim
+
+    array = arrays[value["tensor"]]
+    shape = tuple(array.shape)
+    strides = tuple(s // array.itemsize for s in array.strides)
+    return TensorMapSim(array.reshape(-1), shape, strides, tuple(value["box"]), value["swizzle"])

@@ -34,13 +34,11 @@ its end; the out-of-range part is neither read (reads give 0) nor written.
 from xdsl.ir import Dialect
 
 from .ops import (
-    AllocBarrierOp,
     AllocOp,
     AnnotateLayoutOp,
     AsyncCommitOp,
     AsyncWaitOp,
     AtomicOp,
-    BarrierOp,
     CopyOp,
     CummaxOp,
     CumsumOp,
@@ -51,8 +49,6 @@ from .ops import (
     GemmOp,
     KernelOp,
     LoadOp,
-    MBarrierArriveOp,
-    MBarrierWaitParityOp,
     ParallelOp,
     PrintOp,
     ReduceOp,
@@ -64,6 +60,16 @@ from .ops import (
     UseSwizzleOp,
     YieldOp,
     reduced_shape,
+)
+from .sync import (
+    AllocBarrierOp,
+    BarrierOp,
+    GemmWaitOp,
+    MBarrierArriveOp,
+    MBarrierExpectTxOp,
+    MBarrierWaitParityOp,
+    TmaLoadOp,
+    WarpSpecializeOp,
 )
 from .parallel_body import block_level_name, missing_loop_dims, parallel_body_error, varies_per_element
 from .types import (
@@ -113,6 +119,10 @@ Tile = Dialect(
         AllocBarrierOp,
         MBarrierArriveOp,
         MBarrierWaitParityOp,
+        MBarrierExpectTxOp,
+        TmaLoadOp,
+        WarpSpecializeOp,
+        GemmWaitOp,
         ThreadIdOp,
         PrintOp,
         DeviceAssertOp,
@@ -141,10 +151,12 @@ __all__ = [
     "FragmentLayoutAttr",
     "GEMM_POLICIES",
     "GemmOp",
+    "GemmWaitOp",
     "KernelOp",
     "LOOP_KINDS",
     "LoadOp",
     "MBarrierArriveOp",
+    "MBarrierExpectTxOp",
     "MBarrierType",
     "MBarrierWaitParityOp",
     "ParallelOp",
@@ -162,7 +174,9 @@ __all__ = [
     "Tile",
     "TileLike",
     "TileType",
+    "TmaLoadOp",
     "UseSwizzleOp",
+    "WarpSpecializeOp",
     "YieldOp",
     "block_level_name",
     "missing_loop_dims",

@@ -15,13 +15,11 @@ from collections.abc import Sequence
 from xdsl.ir import Operation, SSAValue
 
 from .ops import (
-    AllocBarrierOp,
     AllocOp,
     AnnotateLayoutOp,
     AsyncCommitOp,
     AsyncWaitOp,
     AtomicOp,
-    BarrierOp,
     CopyOp,
     CummaxOp,
     CumsumOp,
@@ -30,8 +28,6 @@ from .ops import (
     GemmOp,
     KernelOp,
     LoadOp,
-    MBarrierArriveOp,
-    MBarrierWaitParityOp,
     ParallelOp,
     ReduceOp,
     RegionOp,
@@ -40,6 +36,7 @@ from .ops import (
     StoreOp,
     UseSwizzleOp,
 )
+from .sync import AllocBarrierOp, BarrierOp, MBarrierArriveOp, MBarrierWaitParityOp
 from .types import BufferType
 
 # Ops that work on whole tiles or on the block: a per-element loop body cannot hold them.

@@ -150,9 +150,34 @@ class BufferType(TileLike, ParametrizedAttribute, TypeAttribute):
 
 @irdl_attr_definition
 class MBarrierType(ParametrizedAttribute, TypeAttribute):
-    """A shared-memory mbarrier object (sm_90 asynchronous transaction barrier)."""
+    """`count` shared-memory mbarrier objects (sm_90 asynchronous transaction barriers), 8 bytes
+    each: `!tile.mbarrier` is one, `!tile.mbarrier<4>` an array of four (one per pipeline stage)."""
 
     name = "tile.mbarrier"
+    count_attr: IntAttr = param_def()
+
+    def __init__(self, count: int = 1):
+        super().__init__(IntAttr(count))
+
+    @property
+    def count(self) -> int:
+        return self.count_attr.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        if parser.parse_optional_punctuation("<") is None:
+            return [IntAttr(1)]
+        count = parser.parse_integer()
+        parser.parse_punctuation(">")
+        return [IntAttr(count)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        if self.count != 1:
+            printer.print_string(f"<{self.count}>")
+
+    def verify(self) -> None:
+        if self.count < 1:
+            raise VerifyException(f"tile.mbarrier: count must be positive, got {self.count}")
 
 
 @irdl_attr_definition

@@ -10,9 +10,10 @@
     elements    element loads, stores, atomics; `tile.parallel`
     copy        copy and fill      reduce    reductions      scan     scans and atomics
     gemm        gemm dispatch      gemm_simt / gemm_mma / gemm_wgmma: the three back ends
+    sync        mbarriers, TMA loads, warp-specialized regions, waits for asynchronous gemms
 """
 
-from . import buffers, control, copy, elements, gemm, reduce, scan  # noqa: F401  (handlers register on import)
+from . import buffers, control, copy, elements, gemm, reduce, scan, sync  # noqa: F401  (handlers register on import)
 from .convert import SMEM, SMEM_ALIGN, ConvertTileToThreadPass, lower_kernel_func
 
 __all__ = ["SMEM", "SMEM_ALIGN", "ConvertTileToThreadPass", "lower_kernel_func"]

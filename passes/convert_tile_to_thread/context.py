@@ -72,6 +72,9 @@ class Lowerer(MemoryAccess):
         self.bump_offset = 0  # next free byte for shared buffers without a planned offset
         self.scratch_base = 0  # where the exchange buffer of reductions, scans and conversions starts
         self.scratch_bytes = 0  # the largest exchange buffer any op needed
+        self.tensors: list[SSAValue] = []  # the kernel's tensor arguments (tile level), in order
+        self.tensor_maps: dict[tuple, SSAValue] = {}  # (tensor, dtype, box, swizzle) → its kernel parameter
+        self.barrier_threads: int | None = None  # inside a warp-specialized region: the threads a barrier spans
 
     # -- emission ---------------------------------------------------------------
     def emit(self, op: Operation) -> Operation:

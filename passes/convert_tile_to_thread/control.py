@@ -6,7 +6,7 @@ ids, device assertions; annotations with nothing to emit; ops the target cannot 
 from __future__ import annotations
 
 
-from xdsl.dialects import arith, gpu, llvm, scf
+from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import (
     IntegerAttr,
     i32,
@@ -16,6 +16,7 @@ from xdsl.ir import Block, Region
 from tilec.dialects import nvvm, tile
 
 from .context import Lowerer
+from .copy import barrier
 from .lanes import Lanes, group_uniform, lane_maps
 from .memory import INDEX
 from .registry import element, lower_block, uniform
@@ -65,7 +66,7 @@ def _if(L: Lowerer, op: scf.IfOp, lanes: Lanes | None) -> None:
 
 @uniform(tile.BarrierOp)
 def _barrier(L: Lowerer, op: tile.BarrierOp) -> None:
-    L.emit(gpu.BarrierOp())
+    barrier(L)
 
 
 @uniform(tile.UseSwizzleOp, tile.AnnotateLayoutOp)
@@ -106,6 +107,4 @@ def _unsupported(what: str):
     return handler
 
 
-for _op, _what in ((tile.PrintOp, "T.print"), (tile.AllocBarrierOp, "T.alloc_barrier"),
-                   (tile.MBarrierArriveOp, "T.mbarrier_arrive"), (tile.MBarrierWaitParityOp, "T.mbarrier_wait_parity")):
-    uniform(_op)(_unsupported(_what))
+uniform(tile.PrintOp)(_unsupported("T.print"))

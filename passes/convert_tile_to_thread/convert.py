@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FunctionType,
     IntegerAttr,
     ModuleOp,
@@ -43,6 +45,7 @@ from xdsl.passes import ModulePass
 from .context import SHARED_ALIGN, Lowerer, round_up
 from .memory import INDEX, View, element_bytes, memref_type
 from .registry import lower_block
+from .sync import tensor_map_attributes
 
 
 SMEM = "__tilec_smem"
@@ -112,6 +115,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     for arg, t in zip(entry.args, tensors):
         arg.name_hint = t.name_hint
     L = Lowerer(kernel, entry)
+    L.tensors = tensors
     L.tid = _linear_thread_id(L, kernel.thread_extents)
     L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
     for d, (ti, axis) in zip(dims, sizes):
@@ -150,10 +154,21 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     L.scratch_base = round_up(L.planned if L.planned is not None else _unplanned_bytes(kernel), SHARED_ALIGN)
     lower_block(L, kernel.body.block)
     L.emit(func.ReturnOp())
-    new = func.FuncOp(f.sym_name.data, FunctionType.from_lists(arg_types, []), Region(entry))
+    map_attrs, maps = tensor_map_attributes(L)  # parameters appended while lowering TMA loads
+    arg_types = [a.type for a in entry.args]
+    arg_attrs = [DictionaryAttr({})] * (len(arg_types) - len(map_attrs)) + map_attrs
+    new = func.FuncOp(f.sym_name.data, FunctionType.from_lists(arg_types, []), Region(entry),
+                      arg_attrs=ArrayAttr(arg_attrs) if map_attrs else None)
     new.attributes["nvvm.kernel"] = UnitAttr()
-    new.attributes["nvvm.maxntid"] = DenseArrayBase.from_list(i32, list(kernel.thread_extents))
+    extents = list(kernel.thread_extents)
+    split = next((op for op in kernel.walk() if isinstance(op, tile.WarpSpecializeOp)), None)
+    if split is not None:  # the producer warpgroup comes after the kernel's own threads
+        extents[0] += split.producer_threads.value.data
+        new.attributes["nvvm.minctasm"] = IntegerAttr(1, i32)  # a register budget at entry: setmaxnreg applies
+    new.attributes["nvvm.maxntid"] = DenseArrayBase.from_list(i32, extents)
     new.attributes["tilec.sizes"] = DenseArrayBase.from_list(i64, [x for pair in sizes for x in pair])
+    if maps:
+        new.attributes["tilec.tensor_maps"] = ArrayAttr(maps)
     new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + L.scratch_bytes, i64)
     new.location = f.location
     return new
@@ -163,6 +178,8 @@ def _unplanned_bytes(kernel: tile.KernelOp) -> int:
 
     total = 0
     for op in kernel.walk():
+        if isinstance(op, tile.AllocBarrierOp):
+            total = round_up(total, SHARED_ALIGN) + 8 * op.result.type.count
         if isinstance(op, tile.AllocOp) and op.result.type.scope == "shared":
             typ = op.result.type
             total = round_up(total, SHARED_ALIGN) + typ.num_elements() * element_bytes(typ.element_type)

@@ -200,7 +200,14 @@ def scratch_view(L: Lowerer, shape, element_type, at: int = 0) -> View:
 
 
 def barrier(L: Lowerer) -> None:
-    L.emit(gpu.BarrierOp())
+    """A barrier over the threads that run this code: the block, or the consumer threads of a
+    warp-specialized region (a named barrier: bar.sync 0 would wait for the producer too)."""
+    if L.barrier_threads is None:
+        L.emit(gpu.BarrierOp())
+        return
+    from .sync import named_barrier
+
+    named_barrier(L, L.barrier_threads)
 
 
 @uniform(tile.CopyOp)

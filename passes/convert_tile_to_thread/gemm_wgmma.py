@@ -70,9 +70,12 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     groups = L.threads // 128
     reps = m // 64 // groups
     per_thread = n // 2
-    L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
-                                                "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
-    barrier(L)
+    in_flight = op.attributes.get("in_flight")
+    if in_flight is None:  # operands written by the threads (generic proxy): fence, then all of them
+        L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
+                                                    "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
+        barrier(L)
+    # else tile-warp-specialize's operands: written by TMA (the async proxy) and waited for on an mbarrier
     group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
     a_row_bytes = a.shape[1] * 2
     if op.trans_b:  # B stored [n, k]: K-major like A
@@ -105,8 +108,9 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
             accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.create(operands=operands, result_types=[struct],
                                                          properties=dict(props))).results[0]
     L.emit(nvvm.WgmmaCommitGroupSyncAlignedOp())
+    pending = in_flight.value.data if in_flight is not None else 0  # groups left running (the newest)
     wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,
-                                                   properties={"group": IntegerAttr(0, i64)}))
+                                                   properties={"group": IntegerAttr(pending, i64)}))
     for r, acc in enumerate(wait.results):
         for i in range(per_thread):
             value = L.emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), acc, f32)).results[0]

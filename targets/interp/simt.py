@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from xdsl.dialects import gpu, llvm, memref, vector
+from xdsl.dialects import gpu, llvm, memref, scf, vector
 from ml_dtypes import bfloat16 as ml_bfloat16
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
@@ -25,6 +25,7 @@ from tilec.errors import error_at
 
 from . import scalar_ops
 from .interpreter import Compiler, State
+from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, run_roles
 from .values import numpy_dtype, scalarize, uniform
 
 
@@ -442,33 +443,49 @@ def _wgmma(op, c):
     a_kmajor = op.layoutA.data.value == "row"
     b_kmajor = op.layoutB.data.value == "col"
 
+    register_a = not isinstance(op.descriptorA.type, IntegerType)
+
     def run(st):
         lanes = _lanes(st)
-        if st.mask is not None and not st.mask.all() or lanes % 128:
+        active = np.ones(lanes, bool) if st.mask is None else np.broadcast_to(np.asarray(st.mask), (lanes,))
+        groups = [g for g in range(lanes // 128) if active[128 * g:128 * (g + 1)].any()]
+        if lanes % 128 or any(not active[128 * g:128 * (g + 1)].all() for g in groups):
             raise error_at(op, "wgmma needs whole warpgroups of converged threads (simulated)")
-        da = np.broadcast_to(np.asarray(st.env[op.descriptorA], np.int64), (lanes,)).astype(np.uint64)
+        if register_a:
+            regs = [np.broadcast_to(np.asarray(v).astype(np.int32), (lanes,)) for v in st.env[op.descriptorA]]
+            da = np.zeros(lanes, np.uint64)
+        else:
+            da = np.broadcast_to(np.asarray(st.env[op.descriptorA], np.int64), (lanes,)).astype(np.uint64)
         db = np.broadcast_to(np.asarray(st.env[op.descriptorB], np.int64), (lanes,)).astype(np.uint64)
         acc = None
         if op.inouts is not None:
             acc = np.stack([np.broadcast_to(v, (lanes,)).astype(np.float32) for v in st.env[op.inouts]], axis=1)
         raw = st.shared.array
-        out = np.zeros((lanes, n // 2), np.float32)
+        out = np.zeros((lanes, n // 2), np.float32) if acc is None else acc.copy()
         t = np.arange(128)
         w, l = t // 32, t % 32
-        for g in range(lanes // 128):
+        for g in groups:
             sel = slice(128 * g, 128 * (g + 1))
             if len(set(da[sel].tolist())) != 1 or len(set(db[sel].tolist())) != 1:
                 raise error_at(op, "wgmma descriptors differ within a warpgroup (simulated)")
             try:
-                a_addr = wgmma_operand_bytes(int(da[sel][0]), 64, 16, a_kmajor)
                 b_addr = wgmma_operand_bytes(int(db[sel][0]), n, 16, b_kmajor)
+                a_addr = None if register_a else wgmma_operand_bytes(int(da[sel][0]), 64, 16, a_kmajor)
             except ValueError as e:
                 raise error_at(op, f"{e}") from None
             for addr in (a_addr, b_addr):
-                if addr.min() < 0 or addr.max() + 2 > raw.size:
+                if addr is not None and (addr.min() < 0 or addr.max() + 2 > raw.size):
                     raise error_at(op, f"wgmma operand at bytes [{addr.min()}, {addr.max() + 2}) outside the "
                                        f"{raw.size} bytes of shared memory (simulated)")
-            a = raw[a_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (64, 16)
+            if register_a:  # A element (row, k) of thread t, register j/2, half j%2 (HOPPER_KERNELS.md §1.4)
+                a = np.zeros((64, 16), np.float64)
+                packed = np.stack([r[sel] for r in regs], axis=1).view(half).reshape(128, 8).astype(np.float64)
+                jj = np.arange(8)
+                rows = 16 * w[:, None] + l[:, None] // 4 + 8 * ((jj[None, :] >> 1) & 1)
+                ks = 8 * (jj[None, :] >> 2) + 2 * (l[:, None] % 4) + (jj[None, :] & 1)
+                a[rows, ks] = packed
+            else:
+                a = raw[a_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (64, 16)
             b = raw[b_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (n, 16)
             d = a @ b.T
             i = np.arange(n // 2)
@@ -574,6 +591,25 @@ HANDLERS: dict[type, Callable] = {
 }
 
 
+def _if(op, c):
+    """`scf.if`: the scalar interpreter's, except for a warp-specialized split (`tilec.warp_roles`),
+    whose two branches run concurrently (simt_hopper.run_roles)."""
+    if "tilec.warp_roles" not in op.attributes:
+        return scalar_ops.HANDLERS[scf.IfOp](op, c)
+    then_run = c.block(op.true_region.block)
+    else_run = c.block(op.false_region.block) if op.false_region.blocks else None
+
+    def run(st):
+        run_roles(st, st.env[op.cond], then_run, else_run)
+
+    return run
+
+
+HANDLERS.update(HOPPER_HANDLERS)
+HANDLERS[scf.IfOp] = _if
+HANDLERS[gpu.BarrierOp] = HANDLERS[nvvm.Barrier0Op] = block_barrier
+
+
 class SimtState(State):
     __slots__ = ("extents", "shared")
 
@@ -593,6 +629,8 @@ def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], blo
     for p, a in zip(params, args):
         if isinstance(p.type, MemRefType):
             bound[p] = Memory(np.asarray(a).reshape(-1), "global")
+        elif isinstance(a, TensorMapSim):  # a grid-constant tensor-map parameter
+            bound[p] = a
         else:
             bound[p] = np.int64(a)
     lanes = (np.arange(block[0] * block[1] * block[2], dtype=np.int64),)

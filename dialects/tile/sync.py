@@ -1,0 +1,263 @@
+"""Synchronization and asynchronous ops of the `tile` dialect: block barriers, mbarriers (arrays of
+them, one per pipeline stage), TMA loads completing on an mbarrier, warp-specialized regions
+and the wait for asynchronous gemms.
+
+A warp-specialized kernel (what `tile-warp-specialize` makes of a `T.Pipelined` gemm loop on
+sm_90a, or what `T.ws` writes by hand) looks like:
+
+```mlir
+%full = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier<3>
+tile.warp_specialize producer {
+  // producer: one thread waits for a free stage, expects its bytes, issues the TMA loads
+  tile.mbarrier_expect_tx %full[%s] {bytes = 16384 : i64} : !tile.mbarrier<3>
+  tile.tma_load %a, %stage, %full[%s] : !tile.tensor<256x64xf16>, !tile.buffer<64x64xf16, shared>, !tile.mbarrier<3>
+} consumer {
+  // consumers: wait for the stage, compute, release it
+  tile.mbarrier_wait_parity %full[%s], %p : !tile.mbarrier<3>
+} {producer_threads = 128 : i64}
+```
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import NoTerminator, RecursiveMemoryEffect
+
+from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
+
+_INDEX = IndexType()
+REGISTER_COUNTS = range(24, 257, 8)
+"""setmaxnreg's register counts: 24 to 256 in steps of 8."""
+
+
+def _check_index(op: IRDLOperation, barrier: SSAValue, index: SSAValue | None) -> None:
+    count = barrier.type.count
+    _require(index is not None or count == 1,
+             f"{op.name}: an array of {count} mbarriers needs an index ({barrier.name_hint or 'barrier'}[i])")
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """All threads of the block wait here (`T.sync_threads`); inside the consumer region of a
+    warp-specialized kernel, the consumer threads only.
+
+    ```mlir
+    tile.barrier
+    ```
+    """
+
+    name = "tile.barrier"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class AllocBarrierOp(IRDLOperation):
+    """Allocates `count` mbarriers (the result type's) expecting `arrive_count` arrivals per phase.
+
+    ```mlir
+    %b = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier
+    %stages = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier<4>
+    ```
+    """
+
+    name = "tile.alloc_barrier"
+    arrive_count = prop_def(IntegerAttr)
+    offset = opt_prop_def(IntegerAttr)  # bytes into shared memory (tile-plan-shared-memory)
+    result = result_def(MBarrierType)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, arrive_count: int, count: int = 1):
+        super().__init__(properties={"arrive_count": _i64(arrive_count)}, result_types=[MBarrierType(count)])
+
+    def verify_(self) -> None:
+        _require(1 <= self.arrive_count.value.data < 1 << 20,
+                 f"{self.name}: arrive_count must be in [1, 2^20), got {self.arrive_count.value.data}")
+
+
+@irdl_op_definition
+class MBarrierArriveOp(IRDLOperation):
+    """Arrives on an mbarrier (element `index` of an array).
+
+    ```mlir
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    tile.mbarrier_arrive %b : !tile.mbarrier
+    ```
+    """
+
+    name = "tile.mbarrier_arrive"
+    barrier = operand_def(MBarrierType)
+    index = opt_operand_def(_INDEX)
+    assembly_format = "$barrier (`[` $index^ `]`)? attr-dict `:` type($barrier)"
+
+    def __init__(self, barrier: SSAValue, index: SSAValue | None = None):
+        super().__init__(operands=[barrier, [] if index is None else [index]])
+
+    def verify_(self) -> None:
+        _check_index(self, self.barrier, self.index)
+
+
+@irdl_op_definition
+class MBarrierWaitParityOp(IRDLOperation):
+    """Waits until the mbarrier's phase with `parity` has completed (a fresh barrier: parity 1
+    passes at once, parity 0 waits for the first phase).
+
+    ```mlir
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    %p = arith.constant 0 : index
+    tile.mbarrier_wait_parity %b, %p : !tile.mbarrier
+    ```
+    """
+
+    name = "tile.mbarrier_wait_parity"
+    barrier = operand_def(MBarrierType)
+    index = opt_operand_def(_INDEX)
+    parity = operand_def(_INDEX)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = "$barrier (`[` $index^ `]`)? `,` $parity attr-dict `:` type($barrier)"
+
+    def __init__(self, barrier: SSAValue, parity: SSAValue, index: SSAValue | None = None):
+        super().__init__(operands=[barrier, [] if index is None else [index], parity])
+
+    def verify_(self) -> None:
+        _check_index(self, self.barrier, self.index)
+
+
+@irdl_op_definition
+class MBarrierExpectTxOp(IRDLOperation):
+    """One thread announces `bytes` of asynchronous copies into the mbarrier's current phase and
+    arrives (`mbarrier.arrive.expect_tx`); the phase completes when they have landed.
+
+    ```mlir
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    tile.mbarrier_expect_tx %b {bytes = 8192 : i64} : !tile.mbarrier
+    ```
+    """
+
+    name = "tile.mbarrier_expect_tx"
+    barrier = operand_def(MBarrierType)
+    index = opt_operand_def(_INDEX)
+    bytes = prop_def(IntegerAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$barrier (`[` $index^ `]`)? attr-dict `:` type($barrier)"
+
+    def __init__(self, barrier: SSAValue, nbytes: int, index: SSAValue | None = None):
+        super().__init__(operands=[barrier, [] if index is None else [index]], properties={"bytes": _i64(nbytes)})
+
+    def verify_(self) -> None:
+        _check_index(self, self.barrier, self.index)
+        _require(0 < self.bytes.value.data < 1 << 20, f"{self.name}: bytes must be in (0, 2^20)")
+
+
+@irdl_op_definition
+class TmaLoadOp(IRDLOperation):
+    """A global region into a shared tile by the tensor memory accelerator (`T.tma_copy`): issued by
+    one thread, asynchronous, its bytes completing on the mbarrier. The region may reach past the
+    tensor: that part of the tile is zero-filled. The shared tile's swizzle and chunking (from
+    tile-select-mma) are the TMA box's layout.
+
+    ```mlir
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    tile.tma_load %a, %s, %b : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, shared>, !tile.mbarrier
+    ```
+    """
+
+    name = "tile.tma_load"
+    src = operand_def(TensorType)
+    dst = operand_def(BufferType)
+    barrier = operand_def(MBarrierType)
+    index = opt_operand_def(_INDEX)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = ("$src `,` $dst `,` $barrier (`[` $index^ `]`)? attr-dict `:` type($src) `,` type($dst) `,` "
+                       "type($barrier)")
+
+    def __init__(self, src: SSAValue, dst: SSAValue, barrier: SSAValue, index: SSAValue | None = None):
+        super().__init__(operands=[src, dst, barrier, [] if index is None else [index]])
+
+    def verify_(self) -> None:
+        _check_index(self, self.barrier, self.index)
+        src, dst = tile_type(self.src), tile_type(self.dst)
+        _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
+        _require(src.element_type == dst.element_type,
+                 f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
+        _require(src.rank == dst.rank and src.shape == dst.shape,
+                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape")
+
+
+@irdl_op_definition
+class WarpSpecializeOp(IRDLOperation):
+    """Runs `producer` on `producer_threads` extra threads (a warpgroup after the kernel's own) and
+    `consumer` on the kernel's threads, concurrently; they meet only at mbarriers. The producer
+    gives registers back (`producer_regs`), the consumers take them (`consumer_regs`).
+
+    ```mlir
+    tile.warp_specialize producer {
+    } consumer {
+    } {producer_threads = 128 : i64, producer_regs = 40 : i64, consumer_regs = 232 : i64}
+    ```
+    """
+
+    name = "tile.warp_specialize"
+    producer_threads = prop_def(IntegerAttr)
+    producer_regs = opt_prop_def(IntegerAttr)
+    consumer_regs = opt_prop_def(IntegerAttr)
+    producer = region_def("single_block")
+    consumer = region_def("single_block")
+    traits = traits_def(NoTerminator(), RecursiveMemoryEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`producer` $producer `consumer` $consumer attr-dict"
+
+    def __init__(self, producer: Block, consumer: Block, producer_threads: int = 128,
+                 producer_regs: int | None = None, consumer_regs: int | None = None):
+        props = {"producer_threads": _i64(producer_threads)}
+        if producer_regs is not None:
+            props["producer_regs"] = _i64(producer_regs)
+        if consumer_regs is not None:
+            props["consumer_regs"] = _i64(consumer_regs)
+        super().__init__(properties=props, regions=[Region(producer), Region(consumer)])
+
+    def verify_(self) -> None:
+        _require(self.producer_threads.value.data % 128 == 0 and self.producer_threads.value.data > 0,
+                 f"{self.name}: producer_threads must be whole warpgroups (a multiple of 128)")
+        for what in ("producer_regs", "consumer_regs"):
+            value = getattr(self, what)
+            _require(value is None or value.value.data in REGISTER_COUNTS,
+                     f"{self.name}: {what} must be a multiple of 8 in [24, 256]")
+
+
+@irdl_op_definition
+class GemmWaitOp(IRDLOperation):
+    """Waits until at most `pending` of the asynchronous gemms into the accumulator `c` are still
+    running (`wgmma.wait_group`): after it, the others' results are in `c` and the shared tiles they
+    read may be overwritten.
+
+    ```mlir
+    tile.gemm_wait %c {pending = 0 : i64} : !tile.buffer<64x64xf32, fragment>
+    ```
+    """
+
+    name = "tile.gemm_wait"
+    c = operand_def(BufferType)
+    pending = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$c attr-dict `:` type($c)"
+
+    def __init__(self, c: SSAValue, pending: int = 0):
+        super().__init__(operands=[c], properties={"pending": _i64(pending)})
+
+    def verify_(self) -> None:
+        _require(self.pending.value.data >= 0, f"{self.name}: pending must be >= 0")

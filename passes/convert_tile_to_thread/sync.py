@@ -1,0 +1,186 @@
+"""mbarriers, TMA loads, warp-specialized regions and the wait for asynchronous gemms (sm_90).
+
+    tile.alloc_barrier    8 bytes of shared memory per barrier; thread 0 initializes them, then
+                          `fence.mbarrier_init` and a block barrier (before any role split)
+    tile.mbarrier_*       mbarrier.arrive / arrive.expect_tx / try_wait.parity on element `index`
+    tile.tma_load         cp.async.bulk.tensor from a grid-constant tensor-map parameter of the
+                          kernel (one per distinct tensor, box and swizzle; `tilec.tensor_maps`
+                          tells the launcher how to encode it), one box per 64-column chunk
+    tile.warp_specialize  `scf.if tid >= consumers {tilec.warp_roles}`: the producer warpgroup
+                          gives registers back and one of its threads runs the producer region;
+                          the consumers take registers and run theirs, where block barriers become
+                          a named barrier over the consumer threads
+    tile.gemm_wait        wgmma.wait_group with the accumulator's registers tied through it
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from xdsl.dialects import arith, llvm, memref, scf
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntAttr, IntegerAttr, StringAttr, UnitAttr, i8, i32, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from tilec.dialects import nvvm, tile
+
+from .context import Lowerer
+from .copy import barrier
+from .memory import View, element_bytes, memref_type, shared_ptr
+from .registry import lower_block, uniform
+
+TENSOR_MAP_BYTES = 128
+NAMED_CONSUMER_BARRIER = 1  # bar.sync 0 is the block's; the consumers of a split use barrier 1
+
+
+def _barrier_ptr(L: Lowerer, barrier_value: SSAValue, index: SSAValue | None) -> SSAValue:
+    view = L.views[barrier_value]
+    return shared_ptr(L, view, [0 if index is None else L.val(index)])
+
+
+@uniform(tile.AllocBarrierOp)
+def _alloc_barrier(L: Lowerer, op: tile.AllocBarrierOp) -> None:
+    if op.parent_op() is not L.kernel:
+        raise L.error(op, "T.alloc_barrier must be at the top level of the kernel on the CUDA target",
+                      hint="allocate barriers before any loop, branch or warp-specialized region")
+    count = op.result.type.count
+    offset = op.offset.value.data if op.offset is not None else L.bump(8 * count)
+    mem = L.emit(memref.ViewOp(L.smem, L.const(offset), [], memref_type(i64, count, 3))).results[0]
+    L.views[op.result] = View("shared", mem, (count,), i64, [0], [1], [count])
+    first = L.emit(arith.CmpiOp(L.thread_id(), L.const(0), "eq")).results[0]
+    then = Block()
+    L.emit(scf.IfOp(first, [], Region(then)))
+    with L.push(then):
+        for i in range(count):
+            L.emit(nvvm.MBarrierInitSharedOp.create(
+                operands=[shared_ptr(L, L.views[op.result], [i]), L.const(op.arrive_count.value.data, i32)]))
+        L.emit(nvvm.FenceMbarrierInitOp())
+        L.emit(scf.YieldOp())
+    barrier(L)
+
+
+@uniform(tile.MBarrierArriveOp)
+def _arrive(L: Lowerer, op: tile.MBarrierArriveOp) -> None:
+    L.emit(nvvm.MBarrierArriveSharedOp.create(operands=[_barrier_ptr(L, op.barrier, op.index)], result_types=[i64]))
+
+
+@uniform(tile.MBarrierExpectTxOp)
+def _expect_tx(L: Lowerer, op: tile.MBarrierExpectTxOp) -> None:
+    L.emit(nvvm.MBarrierArriveExpectTxSharedOp.create(
+        operands=[_barrier_ptr(L, op.barrier, op.index), L.const(op.bytes.value.data, i32)]))
+
+
+@uniform(tile.MBarrierWaitParityOp)
+def _wait(L: Lowerer, op: tile.MBarrierWaitParityOp) -> None:
+    parity = L.emit(arith.IndexCastOp(L.ssa(L.val(op.parity)), i32)).results[0]
+    L.emit(nvvm.MBarrierTryWaitParitySharedOp.create(
+        operands=[_barrier_ptr(L, op.barrier, op.index), parity, L.const(0, i32)]))
+
+
+# ------------------------------------------------------------------------------------ TMA
+
+
+def _root_tensor(L: Lowerer, value: SSAValue) -> int:
+    while isinstance(value.owner, tile.RegionOp):
+        value = value.owner.source
+    return L.tensors.index(value)
+
+
+def tensor_map(L: Lowerer, tensor: int, dtype: str, box: tuple[int, ...], swizzle: int) -> SSAValue:
+    """The kernel parameter holding the tensor map of (tensor argument, box, swizzle): a by-value,
+    grid-constant `!llvm.ptr` appended to the kernel's arguments on first use."""
+    key = (tensor, dtype, tuple(box), swizzle)
+    if key not in L.tensor_maps:
+        arg = L.blocks[0].insert_arg(llvm.LLVMPointerType(), len(L.blocks[0].args))
+        arg.name_hint = f"tmap{len(L.tensor_maps)}"
+        L.tensor_maps[key] = arg
+    return L.tensor_maps[key]
+
+
+def tensor_map_attributes(L: Lowerer) -> tuple[list, list]:
+    """(arg attributes of the tensor-map parameters, the `tilec.tensor_maps` descriptions)."""
+    arg_attrs, described = [], []
+    for (tensor, dtype, box, swizzle) in L.tensor_maps:
+        arg_attrs.append(DictionaryAttr({"llvm.byval": llvm.LLVMArrayType(IntAttr(TENSOR_MAP_BYTES), i8),
+                                         "nvvm.grid_constant": UnitAttr()}))
+        described.append(DictionaryAttr({"tensor": IntegerAttr(tensor, i64), "dtype": StringAttr(dtype),
+                                         "box": DenseArrayBase.from_list(i64, list(box)),
+                                         "swizzle": IntegerAttr(swizzle, i64)}))
+    return arg_attrs, described
+
+
+@uniform(tile.TmaLoadOp)
+def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
+    src, dst = L.views[op.src], L.views[op.dst]
+    rows, cols = dst.shape
+    width = dst.chunk or cols
+    dtype = str(dst.element_type)
+    tmap = tensor_map(L, _root_tensor(L, op.src), dtype, (rows, width), dst.swizzle)
+    bar = _barrier_ptr(L, op.barrier, op.index)
+    plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
+    row0, col0 = src.offsets
+    for j in range(cols // width):
+        start = L.add(plain.base, j * rows * width)  # chunk j: all rows of columns [j*w, (j+1)*w)
+        ptr = shared_ptr(L, dataclasses.replace(plain, base=start), [0, 0])
+        coords = [L.emit(arith.IndexCastOp(L.ssa(L.add(col0, j * width)), i32)).results[0],
+                  L.emit(arith.IndexCastOp(L.ssa(row0), i32)).results[0]]
+        L.emit(nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp.create(
+            operands=[ptr, tmap, *coords, bar],
+            properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, 2, 1, 0, 0])}))
+
+
+def tma_box_bytes(view: View) -> int:
+    return math.prod(view.shape) * element_bytes(view.element_type)
+
+
+# ------------------------------------------------------------------------ warp specialization
+
+
+@uniform(tile.WarpSpecializeOp)
+def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
+    consumers = L.threads
+    is_producer = L.emit(arith.CmpiOp(L.thread_id(), L.const(consumers), "uge")).results[0]
+    producer, consumer = Block(), Block()
+    split = L.emit(scf.IfOp(is_producer, [], Region(producer), Region(consumer)))
+    split.attributes["tilec.warp_roles"] = UnitAttr()
+    with L.push(producer):
+        if op.producer_regs is not None:
+            L.emit(_setmaxnreg(op.producer_regs.value.data, nvvm.SetMaxRegisterAction.DECREASE))
+        first = L.emit(arith.CmpiOp(L.thread_id(), L.const(consumers), "eq")).results[0]
+        one = Block()
+        L.emit(scf.IfOp(first, [], Region(one)))
+        with L.push(one):
+            lower_block(L, op.producer.block)
+            L.emit(scf.YieldOp())
+        L.emit(scf.YieldOp())
+    with L.push(consumer):
+        if op.consumer_regs is not None:
+            L.emit(_setmaxnreg(op.consumer_regs.value.data, nvvm.SetMaxRegisterAction.INCREASE))
+        outer = L.barrier_threads
+        L.barrier_threads = consumers
+        try:
+            lower_block(L, op.consumer.block)
+        finally:
+            L.barrier_threads = outer
+        L.emit(scf.YieldOp())
+
+
+def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:
+    return nvvm.SetMaxRegisterOp.create(properties={"regCount": IntegerAttr(count, i32),
+                                                    "action": nvvm.SetMaxRegisterActionAttr(action)})
+
+
+def named_barrier(L: Lowerer, threads: int) -> None:
+    """`bar.sync 1, threads`: the consumer threads of a warp-specialized kernel."""
+    L.emit(nvvm.BarrierOp.create(operands=[L.const(NAMED_CONSUMER_BARRIER, i32), L.const(threads, i32)],
+                                 properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
+
+
+@uniform(tile.GemmWaitOp)
+def _gemm_wait(L: Lowerer, op: tile.GemmWaitOp) -> None:
+    c = L.views[op.c]
+    values = [L.frag_load(c, s) for s in range(c.layout.num_slots)]
+    wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=values, result_types=[v.type for v in values],
+                                                   properties={"group": IntegerAttr(op.pending.value.data, i64)}))
+    for s, v in enumerate(wait.results):
+        L.frag_store(c, s, v)

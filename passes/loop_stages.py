@@ -1,0 +1,125 @@
+"""What a software-pipelined loop's stages are made of, for the passes that pipeline loops
+(tile-pipeline with cp.async, tile-warp-specialize with TMA): the copies into shared tiles a
+loop can issue iterations ahead, the address computations they need recomputed for another
+iteration, and a small builder for the new ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilec.dialects import tile
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+INDEX = IndexType()
+
+# ops a source address may be computed with (cloned for a later iteration)
+PURE_TILE = (tile.RegionOp, tile.DimOp)
+# how a multi-buffered tile may be used in the loop besides its one async copy
+READERS = {tile.GemmOp: (0, 1), tile.CopyOp: (0,), tile.LoadOp: (0,), tile.ReduceOp: (0,)}
+
+
+class NotPure(Exception):
+    pass
+
+
+def top_level(op: Operation, body: Block) -> Operation:
+    while op.parent_block() is not body:
+        op = op.parent_op()
+    return op
+
+
+def pure(op: Operation) -> bool:
+    return isinstance(op, PURE_TILE) or (op.dialect_name() == "arith" and not op.regions)
+
+
+class Builder:
+    """Collects new ops for one insertion point, folding the index arithmetic it can."""
+
+    def __init__(self):
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def index(self, n: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(n, INDEX)))
+
+    def binary(self, cls, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        if isinstance(b, int):
+            b = self.index(b)
+        return self.add(cls(a, b))
+
+
+@dataclass
+class StagedCopy:
+    op: tile.CopyOp
+    alloc: tile.AllocOp
+
+
+def staged_copy(copy: tile.CopyOp, loop: tile.ForOp) -> StagedCopy | None:
+    body = loop.body.block
+    src, dst = copy.src.type, copy.dst.type
+    if not (isinstance(src, tile.TensorType) and isinstance(dst, tile.BufferType) and dst.scope == "shared"
+            and src.element_type == dst.element_type and copy.parent_block() is body):
+        return None
+    alloc = copy.dst.owner
+    if not isinstance(alloc, tile.AllocOp) or loop.is_ancestor(alloc):
+        return None
+    position = body.get_operation_index(copy)
+    for use in alloc.result.uses:
+        user = use.operation
+        if user is copy or isinstance(user, tile.AnnotateLayoutOp):
+            continue
+        if not loop.is_ancestor(user) or use.index not in READERS.get(type(user), ()):
+            return None
+        if body.get_operation_index(top_level(user, body)) <= position:
+            return None  # read before the copy: the loop carries the old value
+    try:
+        check_slice(copy.src, body)
+    except NotPure:
+        return None
+    return StagedCopy(copy, alloc)
+
+
+def check_slice(value: SSAValue, body: Block) -> None:
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not body:
+        return
+    if not pure(op):
+        raise NotPure
+    for operand in op.operands:
+        check_slice(operand, body)
+
+
+def clone_slice(value: SSAValue, body: Block, iv: SSAValue, new_iv: SSAValue, b: Builder,
+                 done: dict[Operation, Operation]) -> SSAValue:
+    """`value` recomputed with `new_iv` for `iv`: the body's ops it depends on are cloned into `b`."""
+    if value is iv:
+        return new_iv
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not body:
+        return value
+    if op not in done:
+        mapper = {v: clone_slice(v, body, iv, new_iv, b, done) for v in op.operands}
+        done[op] = op.clone(value_mapper=mapper)
+        b.ops.append(done[op])
+    return done[op].results[op.results.index(value)]
+
+
+
+def writes_global(loop: tile.ForOp) -> bool:
+    """Whether anything in the loop writes global memory: a copy issued iterations ahead could
+    then read a tensor before the writes of the iterations between (arguments may alias)."""
+    for op in loop.walk():
+        if isinstance(op, tile.CopyOp) and isinstance(op.dst.type, tile.TensorType):
+            return True
+        if isinstance(op, tile.StoreOp) and isinstance(op.dest.type, tile.TensorType):
+            return True
+        if isinstance(op, tile.AtomicOp):
+            return True
+    return False
+
+

@@ -1,0 +1,279 @@
+"""Warp-specialize a `T.Pipelined` wgmma loop: a producer warpgroup streams its tiles in with TMA.
+
+Requires: tile-legalize-bounds; tile-select-mma (the loop's gemms carry `mma = "wgmma"` and
+  their shared operands the swizzle / chunk the TMA boxes take); runs instead of tile-pipeline
+  for the loop it transforms (tile-pipeline leaves "serial" loops alone) and before
+  tile-infer-layout, tile-plan-shared-memory and tile-insert-barriers.
+Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipelined" with
+  S stages whose staged copies (global regions into shared tiles only the loop uses, see
+  loop_stages) TMA can read, every op of the body but the allocations moves into the consumer
+  region of a `tile.warp_specialize` (the kernel's own threads), and the copies become
+  `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits for a free
+  stage (`empty`) and announces its bytes (`full`). Each consumer iteration waits for its stage,
+  runs the gemms asynchronously (`in_flight = 1`: one group stays in flight across iterations)
+  and releases the stage of the iteration before; after the loop, `tile.gemm_wait`.
+Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline, with the
+  reason in the loop's `warp_specialize` attribute when a loop was a candidate.
+
+    tile.for %k ... { tile.copy %a(k), %A_s ; tile.copy %b(k), %B_s ; tile.gemm %A_s, %B_s, %C }
+  becomes
+    %full = tile.alloc_barrier {arrive_count = 1} : !tile.mbarrier<S>
+    %empty = tile.alloc_barrier {arrive_count = <consumer threads>} : !tile.mbarrier<S>
+    tile.warp_specialize producer {
+      tile.for %k { wait %empty[s], ph ^ 1 ; expect_tx %full[s] ; tma_load %a(k), stage s, %full[s] ; ... }
+    } consumer {
+      tile.for %k { wait %full[s], ph ; tile.gemm stage s ... {in_flight = 1} ; arrive %empty[s - 1] }
+      tile.gemm_wait %C
+    }
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilec.dialects import tile
+
+from ._analysis import constant_value
+from .loop_stages import Builder, StagedCopy, clone_slice, pure, staged_copy, writes_global
+
+__all__ = ["TileWarpSpecializePass", "tma_box"]
+
+PRODUCER_THREADS = 128
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4}
+
+
+def _element_bytes(typ) -> int:
+    return _BYTES.get(str(typ), 0)
+
+
+def tma_box(alloc: tile.AllocOp) -> tuple[int, int] | None:
+    """The TMA box (rows, columns) that fills the shared tile of `alloc` (each 64-column chunk is
+    its own box when the tile is chunked), or None when TMA cannot fill it: a 2-D tile of 16-bit
+    or 32-bit elements whose rows (or chunks) are 16 to 128 bytes, within its swizzle span."""
+    typ = alloc.result.type
+    esize = _element_bytes(typ.element_type)
+    if typ.rank != 2 or not esize:
+        return None
+    rows, cols = typ.shape
+    chunk = alloc.attributes.get("chunk")
+    width = chunk.value.data if chunk is not None and cols > chunk.value.data else cols
+    swizzle = alloc.attributes.get("swizzle")
+    span = swizzle.value.data if swizzle is not None else 0
+    inner = width * esize
+    if rows > 256 or width > 256 or inner % 16 or (span and inner > span) or (not span and inner > 128):
+        return None
+    return rows, width
+
+
+def _static_tma_source(copy: tile.CopyOp) -> str | None:
+    """Why TMA cannot read this copy's source (None: it can): a 2-D region of a tensor whose row
+    stride is a static multiple of 16 bytes."""
+    src = copy.src.type
+    root = copy.src
+    while isinstance(root.owner, tile.RegionOp):
+        root = root.owner.source
+    shape = root.type.shape
+    if len(shape) != 2 or src.rank != 2:
+        return "a source region that is not 2-D"
+    if shape[-1] == tile.DYNAMIC:
+        return "a run-time row stride"
+    if shape[-1] * _element_bytes(src.element_type) % 16:
+        return f"rows of {shape[-1] * _element_bytes(src.element_type)} bytes (TMA needs multiples of 16)"
+    return None
+
+
+@dataclass
+class _Plan:
+    loop: tile.ForOp
+    copies: list[StagedCopy]
+    stages: int
+
+
+def _top_loops(kernel: tile.KernelOp) -> list[tile.ForOp]:
+    return [op for op in kernel.body.block.ops if isinstance(op, tile.ForOp) and op.kind.data == "pipelined"]
+
+
+def _decline(loop: tile.ForOp | None, why: str) -> None:
+    if loop is not None:
+        loop.attributes["warp_specialize"] = StringAttr(f"declined: {why}")
+
+
+def _plan(kernel: tile.KernelOp) -> _Plan | None:
+    loops = _top_loops(kernel)
+    loop = loops[0] if len(loops) == 1 else None
+    if loop is None:
+        return None
+    x, y, z = kernel.thread_extents
+    if y != 1 or z != 1 or x % 128:
+        _decline(loop, "the block is not a whole number of warpgroups in one dimension")
+        return None
+    if any(isinstance(op, tile.ForOp) and op.kind.data == "pipelined" for op in loop.walk() if op is not loop):
+        _decline(loop, "a pipelined loop inside it")
+        return None
+    if any(isinstance(op, tile.WarpSpecializeOp | tile.TmaLoadOp | tile.AllocBarrierOp) for op in kernel.walk()):
+        _decline(loop, "the kernel synchronizes with mbarriers of its own")
+        return None
+    if writes_global(loop):
+        _decline(loop, "the loop writes global memory")
+        return None
+    gemms = [op for op in loop.walk() if isinstance(op, tile.GemmOp)]
+    if not gemms or any(g.attributes.get("mma") != StringAttr("wgmma") for g in gemms):
+        _decline(loop, "not every gemm of the loop is a wgmma")
+        return None
+    copies = [c for op in loop.body.block.ops if isinstance(op, tile.CopyOp) if (c := staged_copy(op, loop))]
+    if not copies:
+        _decline(loop, "no copies into shared tiles to stage")
+        return None
+    for c in copies:
+        why = _static_tma_source(c.op) or (None if tma_box(c.alloc) is not None else "a tile TMA cannot fill")
+        if why is not None:
+            _decline(loop, f"TMA cannot take {c.op.src.name_hint or 'a copy'}: {why}")
+            return None
+    stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
+    return _Plan(loop, copies, stages)
+
+
+def _stage_and_phase(b: Builder, loop: tile.ForOp, iv: SSAValue, stages: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """(iteration number, its stage, the parity of its stage's round) inside `loop`."""
+    i = iv
+    if constant_value(loop.lb) != 0:
+        i = b.binary(arith.SubiOp, i, loop.lb)
+    if constant_value(loop.step) != 1:
+        i = b.binary(arith.DivUIOp, i, loop.step)
+    stage = b.binary(arith.RemUIOp, i, stages)
+    phase = b.binary(arith.RemUIOp, b.binary(arith.DivUIOp, i, stages), 2)
+    return i, stage, phase
+
+
+def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Block:
+    loop, stages = plan.loop, plan.stages
+    body = loop.body.block
+    new_body = Block(arg_types=[loop.induction_var.type])
+    iv = new_body.args[0]
+    b = Builder()
+    _, stage, phase = _stage_and_phase(b, loop, iv, stages)
+    free = b.binary(arith.XOrIOp, phase, 1)
+    b.ops.append(tile.MBarrierWaitParityOp(empty, free, stage))
+    nbytes = sum(math.prod(c.alloc.result.type.shape) * _element_bytes(c.alloc.result.type.element_type)
+                 for c in plan.copies)
+    b.ops.append(tile.MBarrierExpectTxOp(full, nbytes, stage))
+    done: dict[Operation, Operation] = {}
+    for c in plan.copies:
+        src = clone_slice(c.op.src, body, loop.induction_var, iv, b, done)
+        view = b.add(tile.StageOp(buffers[c.alloc], stage))
+        load = tile.TmaLoadOp(src, view, full, stage)
+        load.location = c.op.location
+        b.ops.append(load)
+    b.ops.append(tile.YieldOp())
+    new_body.add_ops(b.ops)
+    producer_loop = tile.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(new_body)],
+                                      properties={"kind": StringAttr("serial")})  # a bare loop: no terminator added
+    producer_loop.location = loop.location
+    return Block([producer_loop])
+
+
+def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> None:
+    """The loop in place for the consumers: wait, read stage views, release the previous stage."""
+    loop, stages = plan.loop, plan.stages
+    body = loop.body.block
+    head = Builder()
+    i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages)
+    head.ops.append(tile.MBarrierWaitParityOp(full, phase, stage))
+    views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
+    Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
+    for c in plan.copies:
+        Rewriter.erase_op(c.op)
+    for alloc, view in views.items():
+        for use in list(alloc.result.uses):
+            if isinstance(use.operation, tile.AnnotateLayoutOp):
+                use.operation.operands[use.index] = buffers[alloc]
+            else:
+                use.operation.operands[use.index] = view
+        Rewriter.erase_op(alloc)
+    for op in reversed(list(body.ops)):  # the single-stage source addresses, now unused
+        if pure(op) and all(not r.uses for r in op.results):
+            Rewriter.erase_op(op)
+    gemms = [op for op in body.walk() if isinstance(op, tile.GemmOp)]
+    for g in gemms:
+        g.attributes["in_flight"] = IntegerAttr(1, i64)
+    # the previous iteration's gemms are done once this one's are issued (one group in flight)
+    tail = Builder()
+    started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
+    release = Builder()
+    previous = release.binary(arith.RemUIOp, release.binary(arith.AddiOp, stage, stages - 1), stages)
+    release.ops.append(tile.MBarrierArriveOp(empty, previous))
+    release.ops.append(scf.YieldOp())
+    tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
+    Rewriter.insert_op(tail.ops, InsertPoint.before(body.last_op))
+    waits = [tile.GemmWaitOp(c, 0) for c in dict.fromkeys(g.c for g in gemms)]
+    Rewriter.insert_op(waits, InsertPoint.after(loop))
+    loop.properties["kind"] = StringAttr("serial")
+    loop.attributes["warp_specialized_stages"] = IntegerAttr(stages, i64)
+
+
+_KERNEL_LEVEL = (tile.AllocOp, tile.YieldOp, tile.UseSwizzleOp, tile.AnnotateLayoutOp)
+
+
+def _stays(op: Operation, body: Block) -> bool:
+    """Whether `op` stays at the kernel level, before the split: allocations, annotations, and the
+    pure index arithmetic of values both roles may need (the producer's addresses)."""
+    if isinstance(op, _KERNEL_LEVEL):
+        return True
+    if not pure(op) or isinstance(op, tile.RegionOp):
+        return False
+    return all(not isinstance(v.owner, Operation) or v.owner.parent_block() is not body or _stays(v.owner, body)
+               for v in op.operands)
+
+
+def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
+    body = kernel.body.block
+    buffers: dict[tile.AllocOp, SSAValue] = {}
+    for c in plan.copies:
+        if c.alloc in buffers:
+            continue
+        typ = c.alloc.result.type
+        new = tile.AllocOp(tile.BufferType((plan.stages, *typ.shape), typ.element_type, "shared"))
+        new.attributes |= dict(c.alloc.attributes)
+        new.result.name_hint = c.alloc.result.name_hint
+        new.location = c.alloc.location
+        Rewriter.insert_op(new, InsertPoint.before(c.alloc))
+        buffers[c.alloc] = new.result
+    full = tile.AllocBarrierOp(1, plan.stages)
+    empty = tile.AllocBarrierOp(kernel.num_threads, plan.stages)  # every consumer thread arrives
+    full.result.name_hint, empty.result.name_hint = "full", "empty"
+    consumer = Block()
+    for op in [op for op in body.ops if not _stays(op, body)]:  # in order, into the consumer region
+        op.detach()
+        consumer.add_op(op)
+    producer = _producer(plan, buffers, full.result, empty.result)  # before the consumers' loop loses its copies
+    _consume(plan, buffers, full.result, empty.result)
+    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS, CONSUMER_REGS)
+    ws.location = plan.loop.location
+    full.location = empty.location = kernel.location
+    new_ops = [full, empty, ws]
+    if isinstance(body.last_op, tile.YieldOp):
+        Rewriter.insert_op(new_ops, InsertPoint.before(body.last_op))
+    else:
+        body.add_ops(new_ops)
+
+
+@dataclass(frozen=True)
+class TileWarpSpecializePass(ModulePass):
+    """Warp-specialize a T.Pipelined wgmma loop: a producer warpgroup streams its tiles in with TMA."""
+
+    name = "tile-warp-specialize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
+            plan = _plan(kernel)
+            if plan is not None:
+                warp_specialize(kernel, plan)

@@ -1,0 +1,378 @@
+"""The simulator's model of Hopper's asynchronous machinery (sm_90): mbarriers, TMA tensor maps
+and copies, warp-specialized roles running concurrently, elect.sync, stmatrix, named barriers.
+
+The block's threads still run in lockstep inside one role; an `scf.if` marked
+`tilec.warp_roles` (the lowering's producer/consumer split) runs its two branches as two
+Python threads that meet only at mbarriers, as the warpgroups of a warp-specialized kernel
+do. An mbarrier is the hardware's state machine (pending arrivals, transaction bytes, phase
+parity); a TMA load is *queued* on its mbarrier and lands in shared memory only when someone
+waits on that barrier's phase, so a consumer that reads a stage without waiting reads stale
+data, as it could on the GPU. When every role is waiting on a phase that nothing can
+complete, the simulation stops with a located "deadlock" error instead of hanging.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+from tilec.dialects import nvvm
+
+from tilec.errors import error_at
+
+__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "run_roles"]
+
+
+@dataclass
+class TensorMapSim:
+    """A tensor map as the simulator reads it: the tensor (flat), its dims and element strides
+    (outermost first), the box (outermost first) and the shared-memory swizzle in bytes."""
+
+    array: np.ndarray
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    swizzle: int = 0
+
+    def box_offsets(self, coords_inner_first: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Flat element offsets of the box's elements in the tensor (row-major over the box) and
+        which of them lie inside the tensor (the others read as zero and are not written)."""
+        origin = list(reversed(coords_inner_first))
+        grids = np.meshgrid(*[np.arange(b) for b in self.box], indexing="ij")
+        inside = np.ones(grids[0].shape, bool)
+        flat = np.zeros(grids[0].shape, np.int64)
+        for g, o, n, s in zip(grids, origin, self.dims, self.strides):
+            pos = o + g
+            inside &= (pos >= 0) & (pos < n)
+            flat += np.where(inside, pos, 0) * s
+        return flat.reshape(-1), inside.reshape(-1)
+
+
+def swizzle_bytes(addr: np.ndarray, swizzle: int) -> np.ndarray:
+    """The shared-memory byte address TMA (and wgmma) use for `addr` under a `swizzle`-byte
+    pattern: address bits 4.. XOR the bits above 128 bytes (HOPPER_KERNELS.md §4.1)."""
+    if not swizzle:
+        return addr
+    return addr ^ (((addr >> 7) & (swizzle // 16 - 1)) << 4)
+
+
+@dataclass
+class _MBarrier:
+    count: int
+    pending: int
+    tx: int = 0
+    phase: int = 0  # completed phases
+    queued: list = field(default_factory=list)  # TMA loads not yet landed: (byte addresses, bytes)
+
+    def complete_if_done(self) -> None:
+        if self.pending <= 0 and self.tx == 0 and not self.queued:
+            self.phase += 1
+            self.pending = self.count
+
+
+class Hopper:
+    """Per-block state of the asynchronous machinery, shared by the roles' threads."""
+
+    def __init__(self, shared: np.ndarray):
+        self.shared = shared  # the block's shared memory, bytes
+        self.barriers: dict[int, _MBarrier] = {}
+        self.cv = threading.Condition()
+        self.running = 1  # threads of the block that are running (roles)
+        self.epoch = 0  # bumped by every change a waiter could be waiting for
+        self.seen: dict[int, int] = {}  # waiting thread → the epoch it last checked its barrier at
+        self.roles = 0  # > 0 inside a warp-specialized region
+        self.error: BaseException | None = None
+
+    def changed(self) -> None:
+        """An arrival or a landed copy: every waiter must look again (call with `cv` held)."""
+        self.epoch += 1
+        self.cv.notify_all()
+
+    def barrier(self, op, addr: int) -> _MBarrier:
+        found = self.barriers.get(addr)
+        if found is None:
+            raise error_at(op, f"{op.name}: no mbarrier was initialized at shared byte {addr} (simulated)")
+        return found
+
+    def deliver(self, bar: _MBarrier) -> None:
+        if not bar.queued:
+            return
+        for where, data in bar.queued:
+            self.shared[where] = data
+            bar.tx -= data.size
+        bar.queued.clear()
+        bar.complete_if_done()
+        self.changed()
+
+    def wait(self, op, addr: int, parity: int) -> None:
+        """Block until the phase of `parity` at `addr` has completed."""
+        with self.cv:
+            while True:
+                if self.error is not None:
+                    raise self.error
+                bar = self.barrier(op, addr)
+                self.deliver(bar)
+                me = threading.get_ident()
+                if (bar.phase & 1) != parity:  # `phase` phases completed: the one of this parity is the last
+                    self.seen.pop(me, None)
+                    return
+                self.seen[me] = self.epoch
+                # a deadlock: every running role waits, and each has looked since the last change
+                if len(self.seen) >= self.running and all(e == self.epoch for e in self.seen.values()):
+                    self.error = error_at(op, f"simulated deadlock: every role waits on an mbarrier phase that "
+                                              f"nothing completes (barrier at shared byte {addr}: {bar.pending} "
+                                              f"arrivals and {bar.tx} bytes pending, parity {parity})")
+                    self.cv.notify_all()
+                    raise self.error
+                self.cv.wait(timeout=60)
+
+
+def hopper_of(st) -> Hopper:
+    h = st.env.get("__hopper__")
+    if h is None:
+        h = st.env["__hopper__"] = Hopper(st.shared.array)
+    return h
+
+
+def _active(st, n: int) -> np.ndarray:
+    return np.ones(n, bool) if st.mask is None else np.broadcast_to(np.asarray(st.mask), (n,))
+
+
+def _lanes(st) -> int:
+    return st.lanes[0].shape[0]
+
+
+def _byte_addr(st, ptr) -> np.ndarray:
+    """Shared byte addresses of a pointer per lane."""
+    from .simt import _shared_byte_base
+
+    base = _shared_byte_base(ptr.memory, st.shared)
+    return base + np.broadcast_to(np.asarray(ptr.offset, np.int64), (_lanes(st),)) * ptr.memory.array.dtype.itemsize
+
+
+def _mbarrier_init(op, c):
+    def run(st):
+        h = hopper_of(st)
+        addr, count = _byte_addr(st, st.env[op.addr]), np.broadcast_to(st.env[op.count], (_lanes(st),))
+        with h.cv:
+            for a, n in zip(addr[_active(st, _lanes(st))], count[_active(st, _lanes(st))]):
+                if a % 8:
+                    raise error_at(op, f"mbarrier at shared byte {a} is not 8-byte aligned (simulated)")
+                h.barriers[int(a)] = _MBarrier(int(n), int(n))
+
+    return run
+
+
+def _arrive(op, c, expect_tx: bool):
+    def run(st):
+        h = hopper_of(st)
+        n = _lanes(st)
+        addr = _byte_addr(st, st.env[op.addr])[_active(st, n)]
+        tx = np.broadcast_to(st.env[op.txcount], (n,))[_active(st, n)] if expect_tx else np.zeros(addr.shape, np.int64)
+        with h.cv:
+            for a, t in zip(addr, tx):
+                bar = h.barrier(op, int(a))
+                bar.tx += int(t)
+                bar.pending -= 1
+                if bar.pending < 0:
+                    raise error_at(op, f"more arrivals on the mbarrier at shared byte {a} than its count "
+                                       f"{bar.count} in one phase (simulated)")
+                bar.complete_if_done()
+            h.changed()
+        if not expect_tx:
+            st.env[op.res] = np.int64(0)
+
+    return run
+
+
+def _try_wait(op, c):
+    def run(st):
+        h = hopper_of(st)
+        n = _lanes(st)
+        act = _active(st, n)
+        addrs = _byte_addr(st, st.env[op.addr])[act]
+        parities = np.broadcast_to(st.env[op.phase], (n,))[act]
+        for a, p in sorted(set(zip(addrs.tolist(), parities.tolist()))):
+            h.wait(op, int(a), int(p) & 1)
+
+    return run
+
+
+def _tma_load(op, c):
+    def run(st):
+        h = hopper_of(st)
+        n = _lanes(st)
+        act = np.flatnonzero(_active(st, n))
+        tmap = st.env[op.tmaDescriptor]
+        if not isinstance(tmap, TensorMapSim):
+            raise error_at(op, "cp.async.bulk.tensor: the descriptor is not a tensor map (simulated)")
+        dst = _byte_addr(st, st.env[op.dstMem])
+        bar_addr = _byte_addr(st, st.env[op.mbar])
+        coords = [np.broadcast_to(st.env[v], (n,)) for v in op.coordinates]
+        with h.cv:
+            for lane in act:
+                flat, inside = tmap.box_offsets([int(cc[lane]) for cc in coords])
+                values = np.where(inside, tmap.array[np.where(inside, flat, 0)], 0).astype(tmap.array.dtype)
+                data = np.ascontiguousarray(values).view(np.uint8)
+                start = int(dst[lane])
+                if start % 128:
+                    raise error_at(op, f"TMA destination at shared byte {start} is not 128-byte aligned (simulated)")
+                where = swizzle_bytes(start + np.arange(data.size, dtype=np.int64), tmap.swizzle)
+                if where.max() >= h.shared.size:
+                    raise error_at(op, f"TMA box of {data.size} bytes at shared byte {start} overruns the "
+                                       f"{h.shared.size} bytes of shared memory (simulated)")
+                h.barrier(op, int(bar_addr[lane])).queued.append((where, data))
+            h.changed()
+
+    return run
+
+
+def _tma_store(op, c):
+    def run(st):
+        n = _lanes(st)
+        tmap = st.env[op.tmaDescriptor]
+        src = _byte_addr(st, st.env[op.srcMem])
+        coords = [np.broadcast_to(st.env[v], (n,)) for v in op.coordinates]
+        shared = st.shared.array
+        for lane in np.flatnonzero(_active(st, n)):
+            flat, inside = tmap.box_offsets([int(cc[lane]) for cc in coords])
+            nbytes = flat.size * tmap.array.dtype.itemsize
+            where = swizzle_bytes(int(src[lane]) + np.arange(nbytes, dtype=np.int64), tmap.swizzle)
+            values = shared[where].view(tmap.array.dtype)
+            tmap.array[flat[inside]] = values[inside]
+
+    return run
+
+
+def _elect(op, c):
+    def run(st):
+        n = _lanes(st)
+        act = _active(st, n)
+        first = np.full(n, False)
+        for w in range(0, n, 32):
+            live = np.flatnonzero(act[w:w + 32])
+            if live.size:
+                first[w + live[0]] = True
+        st.env[op.pred] = first
+
+    return run
+
+
+def _named_barrier(op, c):
+    def run(st):
+        if op.barrierId is None and op.numberOfThreads is None and hopper_of(st).roles:
+            raise error_at(op, "bar.sync 0 (a block-wide barrier) inside a warp-specialized region waits for "
+                               "threads of the other role and deadlocks (simulated)")
+
+    return run
+
+
+def block_barrier(op, c):
+    def run(st):
+        h = st.env.get("__hopper__")
+        if h is not None and h.roles:
+            raise error_at(op, "a block-wide barrier inside a warp-specialized region waits for threads of the "
+                               "other role and deadlocks (simulated)")
+
+    return run
+
+
+def _stmatrix(op, c):
+    """stmatrix m8n8 .b16: lanes 8j .. 8j+7 give the row addresses of matrix j; register j of lane l
+    holds row l // 4, columns 2 (l % 4) + {0, 1} of matrix j (.trans: the transpose)."""
+    trans = op.layout.data.value == "col"
+
+    def run(st):
+        n = _lanes(st)
+        act = _active(st, n)
+        p = st.env[op.ptr]
+        offsets = np.broadcast_to(np.asarray(p.offset, np.int64), (n,))
+        data = p.memory.array
+        lane = np.arange(n) % 32
+        for w in range(n // 32):
+            sel = slice(32 * w, 32 * w + 32)
+            if not act[sel].any():
+                continue
+            if not act[sel].all():
+                raise error_at(op, "stmatrix under a divergent condition: all lanes of the warp take part (simulated)")
+            for j, src in enumerate(op.sources):
+                regs = np.ascontiguousarray(np.broadcast_to(np.asarray(st.env[src]).astype(np.int32), (n,))[sel])
+                pairs = regs.view(data.dtype).reshape(32, 2)
+                rows = offsets[sel][8 * j:8 * j + 8]
+                r, col = lane[sel] // 4, 2 * (lane[sel] % 4)
+                for e in range(2):
+                    if trans:
+                        data[rows[col + e] + r] = pairs[:, e]
+                    else:
+                        data[rows[r] + col + e] = pairs[:, e]
+
+    return run
+
+
+def run_roles(st, cond, then_run, else_run) -> None:
+    """The two branches of a warp-specialized `scf.if` as two concurrent threads of the block."""
+    h = hopper_of(st)
+    cv = np.asarray(cond)
+    outer = st.mask
+    branches = []
+    for run, m in ((then_run, cv), (else_run, ~cv)):
+        mask = m if outer is None else outer & m
+        if run is not None and np.any(mask):
+            branches.append((run, mask))
+    errors: list[BaseException] = []
+
+    def role(run, mask):
+        sub = type(st).__new__(type(st))
+        for slot in ("env", "lanes", "block", "extents", "shared"):
+            setattr(sub, slot, getattr(st, slot))
+        sub.mask = mask
+        try:
+            run(sub)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the block's thread
+            errors.append(e)
+            with h.cv:
+                if h.error is None:
+                    h.error = e
+                h.cv.notify_all()
+        finally:
+            with h.cv:
+                h.running -= 1
+                h.seen.pop(threading.get_ident(), None)
+                h.changed()
+
+    with h.cv:
+        h.running += len(branches) - 1
+        h.roles += 1
+    threads = [threading.Thread(target=role, args=b, daemon=True) for b in branches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with h.cv:
+        h.running += 1
+        h.roles -= 1
+    if errors:
+        raise errors[0]
+
+
+def _nothing(op, c):
+    return None
+
+
+HOPPER_HANDLERS = {
+    nvvm.MBarrierInitSharedOp: _mbarrier_init,
+    nvvm.MBarrierArriveSharedOp: lambda op, c: _arrive(op, c, False),
+    nvvm.MBarrierArriveExpectTxSharedOp: lambda op, c: _arrive(op, c, True),
+    nvvm.MBarrierTryWaitParitySharedOp: _try_wait,
+    nvvm.FenceMbarrierInitOp: _nothing,
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: _tma_load,
+    nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp: _tma_store,
+    nvvm.CpAsyncBulkCommitGroupOp: _nothing,
+    nvvm.CpAsyncBulkWaitGroupOp: _nothing,
+    nvvm.PrefetchTensorMapOp: _nothing,
+    nvvm.SetMaxRegisterOp: _nothing,
+    nvvm.ElectSyncOp: _elect,
+    nvvm.BarrierOp: _named_barrier,
+    nvvm.StMatrixOp: _stmatrix,
+}

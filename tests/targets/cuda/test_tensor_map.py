@@ -1,0 +1,48 @@
+"""TMA tensor maps on the host (targets/cuda/tensor_map.py): the arguments of
+cuTensorMapEncodeTiled, the rules it enforces, the per-geometry cache. No GPU: the driver's
+encoder is replaced by a recorder."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilec import TilecError
+from tilec.targets.cuda.tensor_map import TensorMapCache, TensorMapSpec, encode_arguments, tma_supported
+
+
+def test_arguments_are_innermost_first_with_byte_strides():
+    # A (M, K) row-major f16 tile of 128 x 64 with the 128-byte swizzle (HOPPER_KERNELS.md §2.1)
+    spec = TensorMapSpec(tensor=0, dtype="f16", box=(128, 64), swizzle=128)
+    args = encode_arguments(spec, 0x7F0000000000, shape=(4096, 1000), strides=(1000, 1))
+    assert args["dims"] == [1000, 4096] and args["strides"] == [2000] and args["box"] == [64, 128]
+    assert args["swizzle"] == 3 and args["dtype"] == 6 and args["oob_fill"] == 0 and args["rank"] == 2
+
+
+@pytest.mark.parametrize("spec, shape, strides, reason", [
+    (TensorMapSpec(0, "f16", (128, 64), 128), (64, 100), (100, 1), "stride of 200 bytes"),
+    (TensorMapSpec(0, "f16", (128, 128), 128), (256, 256), (256, 1), "wider than its 128-byte swizzle"),
+    (TensorMapSpec(0, "f16", (128, 4), 0), (256, 256), (256, 1), "multiple of 16"),
+    (TensorMapSpec(0, "f32", (300, 8), 0), (512, 512), (512, 1), "each extent 1 to 256"),
+    (TensorMapSpec(0, "f32", (8, 8), 0), (512, 512), (1, 512), "not contiguous"),
+])  # fmt: skip
+def test_what_tma_cannot_take(spec, shape, strides, reason):
+    assert reason in tma_supported(spec, shape, strides)
+    with pytest.raises(TilecError, match="cannot be read by TMA"):
+        encode_arguments(spec, 0, shape, strides)
+
+
+def test_misaligned_tensor_is_a_located_error():
+    spec = TensorMapSpec(tensor=1, dtype="bf16", box=(64, 64), swizzle=128)
+    with pytest.raises(TilecError, match="tensor argument 1 is not 16-byte aligned"):
+        encode_arguments(spec, 0x1002, (128, 128), (128, 1))
+
+
+def test_one_driver_call_per_geometry():
+    calls = []
+    cache = TensorMapCache(encoder=lambda args: calls.append(args) or bytes(128))
+    spec = TensorMapSpec(tensor=0, dtype="f16", box=(64, 64), swizzle=128)
+    for _ in range(3):
+        assert cache.get(spec, 0x1000, (256, 256), (256, 1)) == bytes(128)
+    cache.get(spec, 0x2000, (256, 256), (256, 1))  # another tensor: a new map
+    cache.get(spec, 0x1000, (256, 512), (512, 1))  # the same address, another shape: a new map
+    assert len(calls) == 3
