@@ -5,8 +5,10 @@ LLVM's NVPTX backend has no libcalls: `llvm.exp.f32`, `llvm.log.f32`, `llvm.pow.
 built on the MUFU approximations (`ex2.approx`, `lg2.approx`; ~2 ulp):
 
     exp(x) = ex2(x·log2 e)        log(x) = lg2(x)·ln 2        pow(x, y) = ex2(y·lg2 x)
-    tanh   = Cephes tanhf (odd polynomial for |x| < 0.625, else 1 − 2/(e^{2|x|} + 1))
-    erf    = Taylor series for |x| < 0.5, else Abramowitz–Stegun 7.1.26 (|error| < 5e-7)
+    tanh   = Cephes tanhf (odd polynomial for |x| < 0.625, else 1 − 2·rcp(e^{2|x|} + 1))
+    erf    = Taylor series for |x| < 0.5, else Abramowitz–Stegun 7.1.26 (|error| < 5e-7), rcp too
+
+(the reciprocals are of values >= 1: `rcp.approx.ftz`'s 1 ulp is within the functions' own error)
 
 An op is *fast* when it carries `fastmath<afn>` (or `fast`) or the translation runs with
 `fast_math=True`: then ex2/lg2/rsqrt use the `.ftz` NVVM intrinsics, tanh becomes
@@ -93,7 +95,9 @@ def tanh_f32(t: T, x: ir.Value) -> ir.Value:
     )
     small = t.call("llvm.fma.f32", F32, [t.b.fmul(p, z), x, x])
     e = exp_f32(t, t.b.fmul(ax, c(2.0)), False)
-    large = t.b.fsub(c(1.0), t.b.fdiv(c(2.0), t.b.fadd(e, c(1.0))))
+    # 2 / (e + 1) with the hardware reciprocal: e + 1 >= 1, so rcp.approx.ftz's 1 ulp (no subnormals,
+    # 1/inf = 0) is within tanh's own error, where div.rn would add a checked slow path per element
+    large = t.b.fsub(c(1.0), t.b.fmul(c(2.0), t.call("llvm.nvvm.rcp.approx.ftz.f", F32, [t.b.fadd(e, c(1.0))])))
     large = t.call("llvm.copysign.f32", F32, [large, x])
     return t.b.select(t.b.fcmp_ordered("<", ax, c(0.625)), small, large)
 
@@ -104,7 +108,7 @@ def erf_f32(t: T, x: ir.Value) -> ir.Value:
     two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
     series = [1 / 216, -1 / 42, 1 / 10, -1 / 3, 1.0]
     small = t.b.fmul(t.b.fmul(poly(t, z, series), x), c(two_over_sqrt_pi))
-    k = t.b.fdiv(c(1.0), t.call("llvm.fma.f32", F32, [ax, c(0.3275911), c(1.0)]))
+    k = t.call("llvm.nvvm.rcp.approx.ftz.f", F32, [t.call("llvm.fma.f32", F32, [ax, c(0.3275911), c(1.0)])])  # >= 1
     p = t.b.fmul(
         poly(t, k, [1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592]),
         k,
