@@ -8,13 +8,14 @@ builds (once per key) and runs.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 
+from tilec import compiler
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.program import PrimFunc, Symbol
-from tilec.program import KernelProgram
+from tilec.compiler.kernel_program import KernelProgram
+from tilec.compiler.pass_configs import check_pass_configs
 from tilec.source import eager_tensor_params, is_eager, parse_function
 from tilec.target import Target, check_target, resolve_target
 
@@ -26,42 +27,6 @@ def _build_eager(fn, spec: dict, consts: dict) -> KernelProgram:
     from tilec.frontend import build_eager
 
     return build_eager(fn, spec, consts)
-
-PASS_CONFIG_KEYS = (
-    "tl.disable_tma_lower", "tl.disable_warp_specialized", "tl.enable_fast_math", "tl.disable_fast_math",
-    "tl.disable_safe_memory_legalize", "tl.config_index_bitwidth", "tl.disable_dynamic_tail_split",
-    "tl.dynamic_alignment", "tl.enable_aggressive_shared_memory_merge", "tl.disable_vectorize_256",
-    "tl.disable_wgmma", "tl.debug_merge_shared_memory_allocations", "tl.enable_debug_output",
-    "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output", "tl.disable_thread_storage_sync",
-    "tl.disable_shuffle_elect", "tl.enable_lower_ldgstg",
-    # tilec's own
-    "tilec.enable_mma",  # tensor-core gemm (mma.sync m16n8k16) on sm_80+; on by default, False for the SIMT gemm
-    "tilec.enable_wgmma",  # wgmma m64nNk16 on sm_90a where the operands allow (off until measured on the GPU)
-)
-
-
-def check_pass_configs(pass_configs, loc: SourceLoc | None) -> dict:
-    configs = dict(pass_configs or {})
-    for key, value in configs.items():
-        name = getattr(key, "value", key)
-        if name not in PASS_CONFIG_KEYS:
-            close = difflib.get_close_matches(str(name), PASS_CONFIG_KEYS, n=1)
-            raise TilecError(f"unknown pass-config key {name!r}", loc=loc,
-                             hint=f"did you mean {close[0]!r}?" if close else
-                             f"known keys: {', '.join(PASS_CONFIG_KEYS[:4])}, ...")
-        allowed = _CONFIG_VALUES.get(name)
-        if allowed is not None and not any(value == a and type(value) in (type(a), int) for a in allowed):
-            raise TilecError(f"pass config {name!r} = {value!r}: the value must be one of "
-                             f"{', '.join(map(repr, allowed))}", loc=loc)
-    return {getattr(k, "value", k): v for k, v in configs.items()}
-
-
-_BOOL = (True, False)
-_CONFIG_VALUES = {  # the values tilec acts on, for the keys it reads (others are accepted as TileLang's)
-    "tl.config_index_bitwidth": (32, 64), "tl.enable_fast_math": _BOOL, "tl.disable_fast_math": _BOOL,
-    "tilec.enable_mma": _BOOL, "tilec.enable_wgmma": _BOOL,
-}
-
 
 def _def_loc(fn) -> SourceLoc | None:
     try:
@@ -80,8 +45,8 @@ class JITKernel:
         self.target = target
         self.pass_configs = pass_configs or {}
         self.out_idx = list(program.returns)
-        self._backend = target.build(program, self.pass_configs, execution_backend=execution_backend,
-                                     build_key=build_key)
+        self._backend = compiler.build(program, target, self.pass_configs, execution_backend=execution_backend,
+                                       build_key=build_key)
 
     @property
     def params(self):
@@ -173,13 +138,13 @@ class JITFunction:
         target = resolve_target(self.target)
         memo = None
         if target.kind == "cuda":
-            from tilec import cache
+            from tilec.compiler import cache
 
             memo = cache.memo_key(self.fn, (), key_args, target.name, self.pass_configs,
                                   extra=(repr(self.out_idx),))
             hit = memo and cache.memo_get(memo)
             if hit:
-                from tilec.targets.cuda_backend import CacheMissError
+                from tilec.compiler.cuda_build import CacheMissError
 
                 try:
                     return JITKernel(cache.program_from_json(hit["program"]), target, self.pass_configs,
