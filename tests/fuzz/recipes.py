@@ -43,7 +43,7 @@ from .common import (
     write_global,
     write_tile,
 )
-from .expr import condition, expression
+from .expr import Expr, Leaf, condition, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_unit
 
@@ -85,6 +85,19 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
         tmp = prog.alloc("fragment", sp.t, d.choice(DTYPES))
         parallel_assign(prog, sp.t, f"{tmp.name}[{', '.join(vars_)}]", e, write_tile(tmp, e.dtype))
         leaves.append(tile_leaf(tmp, vars_, exact=False, bound=e.bound))
+    pre = []
+    if d.chance(0.2):  # a per-iteration scalar: v = T.alloc_var(dtype, init=<expr>), read below
+        exact = [leaf for leaf in leaves if leaf.exact]
+        if exact and d.chance(0.4):  # a copy of an exact leaf: conditions may test it
+            src = d.choice(exact)
+            e0 = Expr(src.text, src.dtype, src.bound, src.get)
+            vdt = "float32"
+            v_exact = not avoid("if_on_alloc_var")
+        else:
+            e0, vdt, v_exact = expression(d, leaves, d.int(1, 2)), d.choice(DTYPES), False
+        pre.append(f"v = T.alloc_var(T.{vdt}, init={e0.text})")
+        leaves = leaves + [Leaf("v", vdt, e0.bound, _var_get(e0, vdt), exact=v_exact)]
+        prog.tag("alloc_var", True)
     e = expression(d, leaves, d.int(1, 4))
     branch = None
     if d.chance(0.2):  # an if/else statement in the loop body
@@ -97,12 +110,29 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
     # the branch whose conversion into y rounds most sets the bound
     src_dt = max([e.dtype] + ([branch[1].dtype] if branch else []), key=lambda t: convert_unit(t, y.dtype))
     out_offs = sp.offs(prog, shift(d, sp, p=0.1))  # a shifted store leaves its first rows unwritten
+    extra = []
+    if d.chance(0.25):  # a second output written by the same loop
+        e2 = expression(d, leaves, d.int(1, 3))
+        B2 = prog.tensor("B2", sp.n, d.choice(DTYPES), "out", out.shape_src)
+        extra.append((f"B2[{', '.join(f'{o.text} + {v}' for o, v in zip(sp.offs(prog), vars_))}]", e2,
+                      write_global(sp, B2, e2.dtype)))
+        prog.tag("two_outputs", True)
     if path == "global":
         target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(out_offs, vars_))}]"
-        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt, out_offs), branch)
+        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt, out_offs), branch, pre, extra)
     else:
-        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch)
+        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch, pre, extra)
         prog.store(y, out, out_offs, form=d.choice(("point", "slice")))
+
+
+def _var_get(e0, vdt: str):
+    """A T.alloc_var temporary's value: its init expression, rounded to the var's dtype."""
+
+    def get(env):
+        r = e0.fn(env)
+        return R(r.v, r.m, r.b + convert_unit(e0.dtype, vdt))
+
+    return get
 
 
 # --------------------------------------------------------------------------- #
