@@ -80,6 +80,8 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
         maybe_swizzle(d, prog, tile)
         prog.load(a, sp.offs(prog, sh), tile, form=d.choice(("point", "slice")))
         leaves.append(tile_leaf(tile, vars_, exact=convert_unit(a.dtype, tile.dtype) == 0))
+        if tile.scope != "fragment" and d.chance(0.3):  # shared and local tiles index freely
+            leaves.append(permuted_leaf(d, tile, vars_, exact=convert_unit(a.dtype, tile.dtype) == 0))
     for _ in range(d.int(0, 1)):  # an intermediate fragment computed from the inputs
         e = expression(d, leaves, d.int(1, 3))
         tmp = prog.alloc("fragment", sp.t, d.choice(DTYPES))
@@ -95,8 +97,17 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
             v_exact = not avoid("if_on_alloc_var")
         else:
             e0, vdt, v_exact = expression(d, leaves, d.int(1, 2)), d.choice(DTYPES), False
-        pre.append(f"v = T.alloc_var(T.{vdt}, init={e0.text})")
-        leaves = leaves + [Leaf("v", vdt, e0.bound, _var_get(e0, vdt), exact=v_exact)]
+        cond = condition(d, leaves) if d.chance(0.3) else None
+        if cond is None:
+            pre.append(f"v = T.alloc_var(T.{vdt}, init={e0.text})")
+            get = _var_get(e0, vdt)
+        else:  # assigned in the branches of an if
+            e1 = expression(d, leaves, d.int(1, 2))
+            pre += [f"v = T.alloc_var(T.{vdt})", f"if {cond.text}:", f"    v = {e0.text}", "else:", f"    v = {e1.text}"]
+            get = _var_select(cond, _var_get(e0, vdt), _var_get(e1, vdt))
+            v_exact = False
+            prog.tag("alloc_var_branches", True)
+        leaves = leaves + [Leaf("v", vdt, e0.bound, get, exact=v_exact)]
         prog.tag("alloc_var", True)
     e = expression(d, leaves, d.int(1, 4))
     branch = None
@@ -123,6 +134,32 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
     else:
         parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch, pre, extra)
         prog.store(y, out, out_offs, form=d.choice(("point", "slice")))
+
+
+def permuted_leaf(d, tile: Tile, vars_, exact: bool) -> Leaf:
+    """`s[t0 - 1 - i, j]` (reversed) or `s[(i + 3) % t0, j]` (rotated) along one dim."""
+    k = d.int(0, len(tile.shape) - 1)
+    n = tile.shape[k]
+    rotate = d.int(1, max(1, n - 1)) if d.chance(0.5) else None
+    idx = list(vars_)
+    idx[k] = f"({vars_[k]} + {rotate}) % {n}" if rotate is not None else f"{n - 1} - {vars_[k]}"
+
+    def perm(a):
+        return np.roll(a, -rotate, axis=k) if rotate is not None else np.flip(a, axis=k)
+
+    def get(env):
+        r = env.tiles[tile.name]
+        return R(perm(r.v).copy(), perm(r.m).copy(), r.b)
+
+    return Leaf(f"{tile.name}[{', '.join(idx)}]", tile.dtype, 3.0, get, exact)
+
+
+def _var_select(cond, get0, get1):
+    def get(env):
+        c, r0, r1 = cond.fn(env), get0(env), get1(env)
+        return R(np.where(c, r0.v, r1.v), np.where(c, r0.m, r1.m), max(r0.b, r1.b))
+
+    return get
 
 
 def _var_get(e0, vdt: str):
@@ -237,13 +274,20 @@ def reduce(d) -> Program:
         clear = d.chance(0.7)
         if not clear:
             fill(prog, y, d.choice((0.0, 1.0, -1.0)))
-        if ndim == 2 and x.scope == "shared" and y.scope == "fragment" and d.chance(0.4):
-            _serial_reduce(prog, kind, x, y, dim, clear)
+        masked = False
+        if ndim == 2 and x.scope != "fragment" and y.scope == "fragment" and d.chance(0.4):
+            masked = _serial_reduce(d, prog, kind, x, y, dim, clear)
         else:
             clear_arg = "" if clear and d.chance(0.5) else f", clear={clear}"
             prog.emit(f"{call}({x.name}, {y.name}{dim_arg}{clear_arg})")
-        prog.step(lambda env, x=x, y=y, clear=clear: env.tiles.__setitem__(y.name, reduce_ref(
-            kind, env.tiles[x.name], dim, out_shape, y.dtype, None if clear else env.tiles[y.name])))
+
+        def run(env, x=x, y=y, clear=clear, masked=masked):
+            xr = env.tiles[x.name]
+            if masked:  # only the positive elements
+                xr = R(np.where(xr.v > 0, xr.v, 0.0), np.where(xr.v > 0, xr.m, 0.0), xr.b)
+            env.tiles[y.name] = reduce_ref(kind, xr, dim, out_shape, y.dtype, None if clear else env.tiles[y.name])
+
+        prog.step(run)
     # outputs: the reduced tile (one entry per block along a gridded reduce dim) ...
     Y = prog.tensor("Y", tuple(1 if (k == dim and chunked) else (sp.g[k] if k == dim else n)
                                for k, n in enumerate(sp.n)), d.choice(DTYPES), "out")
@@ -274,9 +318,10 @@ def reduce(d) -> Program:
     return prog
 
 
-def _serial_reduce(prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: bool) -> None:
+def _serial_reduce(d, prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: bool) -> bool:
     """The reduction written out: a T.alloc_var accumulator per T.Parallel element, a
-    T.serial loop over the reduced dim (x is shared: fragments take loop variables only)."""
+    T.serial loop over the reduced dim (x is shared or local: fragments take loop variables
+    only).  A sum may add only the positive elements (`if x > 0.0:`); returns whether it does."""
     n = x.shape[dim]
     at = (lambda k: f"{x.name}[i, {k}]") if dim == 1 else (lambda k: f"{x.name}[{k}, i]")
     elem = (lambda k: f"T.abs({at(k)})") if kind.startswith("abs") else at
@@ -289,11 +334,17 @@ def _serial_reduce(prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: 
     prog.emit(f"for i in T.Parallel({x.shape[1 - dim]}):")
     with prog.indent():
         prog.emit(f"acc = T.alloc_var(T.float32, init={init})")
+        masked = kind in ("sum", "abssum") and d.chance(0.3)
         prog.emit(f"for k in T.serial({start}{n}):")
         with prog.indent():
-            prog.emit(f"acc = {combine.format(elem('k'))}")
+            if masked:
+                prog.emit(f"if {at('k')} > 0.0:")
+                prog.emit(f"    acc = {combine.format(elem('k'))}")
+            else:
+                prog.emit(f"acc = {combine.format(elem('k'))}")
         prog.emit(f"{y.name}[i] = acc")
-    prog.tag("serial_reduce", True)
+    prog.tag("serial_reduce", "masked" if masked else True)
+    return masked
 
 
 def _store_reduced(prog: Program, y: Tile, Y: Tensor, yoffs: list[Off], dim: int, ndim: int) -> None:
