@@ -451,7 +451,7 @@ def copy(d) -> Program:
         prog.step(run)
         prog.tag("hops", "global")
         return prog
-    hops = [d.choice(("copy", "copy", "transpose", "subregion", "scale")) for _ in range(d.int(0, 3))]
+    hops = [d.choice(("copy", "copy", "transpose", "subregion", "scale", "reshape")) for _ in range(d.int(0, 3))]
     hops = [h if h != "transpose" or ndim == 2 else "copy" for h in hops]
     transposed = hops.count("transpose") % 2 == 1
     B = prog.tensor("B", tuple(reversed(sp.n)) if transposed else sp.n, d.choice(DTYPES), "out",
@@ -550,10 +550,36 @@ def _hop_scale(d, prog: Program, cur: Tile) -> Tile:
     return new
 
 
+def _hop_reshape(d, prog: Program, cur: Tile) -> Tile:
+    """Through T.reshape views: read a shared or local tile as another shape into a new tile,
+    and write that back through a view of a tile of the original shape."""
+    if cur.scope == "fragment":
+        return _hop_copy(d, prog, cur)
+    total = int(np.prod(cur.shape))
+    divisors = [a for a in range(2, total) if total % a == 0]
+    shape2 = (total,)
+    if divisors and d.chance(0.6):
+        a = d.choice(divisors)
+        shape2 = (a, total // a)
+    mid = prog.alloc(d.choice(scopes(shape2, "shared", "fragment")), shape2, d.choice(DTYPES))
+    prog.emit(f"T.copy(T.reshape({cur.name}, {shape2!r}), {mid.name})")
+    new = prog.alloc(d.choice(scopes(cur.shape, "shared")), cur.shape, d.choice(DTYPES))
+    prog.emit(f"T.copy({mid.name}, T.reshape({new.name}, {shape2!r}))")
+
+    def run(env):
+        r = env.tiles[cur.name]
+        conv = convert_unit(cur.dtype, mid.dtype) + convert_unit(mid.dtype, new.dtype)
+        env.tiles[new.name] = R(r.v, r.m, r.b + conv)
+
+    prog.step(run)
+    return new
+
+
 def _converted(r: R, src: Tile, dst: Tile) -> R:
     return R(r.v, r.m, r.b + convert_unit(src.dtype, dst.dtype))
 
 
-_HOPS = {"copy": _hop_copy, "transpose": _hop_transpose, "subregion": _hop_subregion, "scale": _hop_scale}
+_HOPS = {"copy": _hop_copy, "transpose": _hop_transpose, "subregion": _hop_subregion, "scale": _hop_scale,
+         "reshape": _hop_reshape}
 
 
