@@ -445,9 +445,9 @@ def _is(value, *types_) -> bool:
 def program_from_json(data: dict, module=None):
     """The KernelProgram for `program_to_json`'s output; its module is `module` (None: unknown).
     ValueError if `data` is not such an output (a missing field, a field of the wrong type)."""
+    from tilec.compiler.kernel_program import KernelProgram, Param
     from tilec.dtypes import as_dtype
     from tilec.errors import SourceLoc
-    from tilec.compiler.kernel_program import KernelProgram, Param
     from tilec.language.program import Symbol
 
     def dim(d):

@@ -41,7 +41,8 @@ class SimBackend:
     """The CUDA target's passes and lowering, with the thread-level IR run on the CPU."""
 
     def __init__(self, program, target, pass_configs: dict):
-        from tilec.compiler import checks, lower, pass_configs as configs
+        from tilec.compiler import checks, lower
+        from tilec.compiler import pass_configs as configs
 
         self.program = program
         self.lowered = lower.lower_to_thread(program, target, pass_configs, dump_dir=configs.dump_dir(pass_configs) or "")

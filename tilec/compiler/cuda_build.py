@@ -26,7 +26,6 @@ import sys
 import time
 import warnings
 
-from tilec import config
 from tilec.compiler import cache, cache_entry, pass_configs
 from tilec.errors import TilecError
 
