@@ -35,7 +35,8 @@ CRASH_MARKERS = ("CUDA", "cuda", "illegal", "launch failed")
 
 
 def _worker(target: str, kinds, conn, ptxas: str | None = None) -> None:
-    """Runs the seeds the parent sends (None: stop), answering each with ("done", seed, result)."""
+    """Runs the seeds the parent sends (None: stop), answering each with ("done", seed, result,
+    leaving): `leaving` when a CUDA error may have poisoned the context and the worker exits."""
     from fuzz.generate import generate
     from fuzz.harness import assemble_case, run_case
 
@@ -57,12 +58,13 @@ def _worker(target: str, kinds, conn, ptxas: str | None = None) -> None:
             result = {"kind": case.kind, "threads": case.threads, "configs": case.prog.pass_configs,
                       "tags": {k: v for k, v in case.prog.tags.items() if not k.startswith("_")},
                       "verdicts": verdicts, "source": case.source, "seconds": time.time() - t0}
-        except Exception as e:  # noqa: BLE001 -- a generator failure is a result too
-            result = _lost(target, "generator", repr(e))
-        conn.send(("done", seed, result))
+        except Exception as e:  # noqa: BLE001 -- a generator or harness failure is a result too
+            result = _lost(target, "harness", repr(e))
         tv = result["verdicts"].get(target, {})
-        if device == "cuda" and tv.get("status") in ("crash", "internal") and \
-                any(m in tv.get("message", "") for m in CRASH_MARKERS):
+        leaving = device == "cuda" and tv.get("status") in ("crash", "internal", "harness") and \
+            any(m in tv.get("message", "") for m in CRASH_MARKERS)
+        conn.send(("done", seed, result, leaving))
+        if leaving:
             return  # the CUDA context may be poisoned: the parent starts a fresh worker
 
 
@@ -115,7 +117,7 @@ def _run(seeds: list[int], target: str, kinds, workers: int, on_result, deadline
             if msg[0] == "done":
                 st["current"] = None
                 on_result(msg[1], msg[2])
-            if msg[0] in ("ready", "done") and st["proc"].is_alive():
+            if msg[0] == "ready" or (msg[0] == "done" and not msg[3]):
                 feed(conn)
                 continue
             st["proc"].join(timeout=10)  # the worker died, or left after a CUDA error

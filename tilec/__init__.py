@@ -4,6 +4,7 @@
 TileLang user changes.
 """
 
+from tilec import log as _log  # noqa: F401 - sets up the `tilec` logger (TILEC_LOG)
 from tilec import profiler
 from tilec._version import __version__
 from tilec.autotune import autotune

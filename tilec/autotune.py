@@ -19,7 +19,8 @@ import inspect
 import json
 import logging
 
-from tilec import cache, config
+from tilec import config
+from tilec.compiler import cache
 from tilec.errors import TilecError
 
 log = logging.getLogger("tilec.autotune")

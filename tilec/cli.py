@@ -109,6 +109,7 @@ def manifest(kernel, image: str) -> dict:
     device pointer, or an int64 size); `grid` computes the grid from the sizes (each step is
     [op, operands...] over earlier steps; `size` reads a size by name).
     """
+    from tilec.compiler.launch import ARG_KINDS
     from tilec.language.program import Symbol
 
     spec, program = kernel._backend.spec, kernel.program
@@ -121,7 +122,7 @@ def manifest(kernel, image: str) -> dict:
         "dynamic_shared_memory_bytes": spec.smem_bytes,
         "params": [{"name": p.name, "dtype": p.dtype.name, "output": p.is_output,
                     "shape": [d.name if isinstance(d, Symbol) else d for d in p.shape]} for p in program.params],
-        "args": [{"tensor": v} if kind == "tensor" else {"size": v} for kind, v in spec.args],
+        "args": [ARG_KINDS[kind].manifest(v) for kind, v in spec.args],
         "grid": {"steps": spec.grid.program, "outputs": spec.grid.outputs},
     }
 

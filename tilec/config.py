@@ -26,5 +26,7 @@ CACHE_DIR = _env("CACHE_DIR", os.path.join(os.path.expanduser("~"), ".tilec", "c
 DISABLE_CACHE = _flag("DISABLE_CACHE")
 AUTO_TUNING_DISABLE_CACHE = _flag("AUTO_TUNING_DISABLE_CACHE")
 DEFAULT_TARGET = _env("DEFAULT_TARGET", "auto")
+LOG = (_env("LOG", "") or "").strip().lower()
+"""TILEC_LOG=debug|info|warning (1: info): tilec's log messages on stderr (default: none)."""
 LOADER = (_env("LOADER", "") or "").strip().lower()
 """TILEC_LOADER=pycuda|cuda-bindings: the CUDA loader when a kernel names none (default: pycuda if it imports)."""

@@ -74,3 +74,8 @@ def error_at(where, msg: str, *, hint: str | None = None,
              notes: tuple[tuple[SourceLoc, str], ...] = ()) -> TilecError:
     """A `TilecError` at `where`: a `SourceLoc`, an IR op with a location, or None."""
     return TilecError(msg, loc=loc_of(where), hint=hint, notes=notes)
+
+
+class TilecWarning(UserWarning):
+    """Something tilec accepted but does not do as asked (e.g. a TileLang pass config it cannot
+    apply), reported through `warnings` and the `tilec` logger (TILEC_LOG)."""

@@ -4,17 +4,23 @@ Lazy style: `@jit(out_idx=...)` wraps a factory; calling it with sizes builds
 (once per argument key) a `JITKernel`.  Eager style: `@jit` wraps the kernel
 itself; calling it with tensors binds `T.const` sizes from their shapes,
 builds (once per key) and runs.
+
+An eager call is on the hot path: the kernel's source is parsed once per function and
+compile-time arguments (`_BindingPlan`: which tensor axis gives which `T.const` size), so a
+warm call binds sizes from shapes and looks the kernel up, as cheap as calling the
+compiled kernel itself.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 
+from tilec import compiler
+from tilec.compiler.kernel_program import KernelProgram
+from tilec.compiler.pass_configs import check_pass_configs
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.program import PrimFunc, Symbol
-from tilec.program import KernelProgram
 from tilec.source import eager_tensor_params, is_eager, parse_function
 from tilec.target import Target, check_target, resolve_target
 
@@ -27,40 +33,69 @@ def _build_eager(fn, spec: dict, consts: dict) -> KernelProgram:
 
     return build_eager(fn, spec, consts)
 
-PASS_CONFIG_KEYS = (
-    "tl.disable_tma_lower", "tl.disable_warp_specialized", "tl.enable_fast_math", "tl.disable_fast_math",
-    "tl.disable_safe_memory_legalize", "tl.config_index_bitwidth", "tl.disable_dynamic_tail_split",
-    "tl.dynamic_alignment", "tl.enable_aggressive_shared_memory_merge", "tl.disable_vectorize_256",
-    "tl.disable_wgmma", "tl.debug_merge_shared_memory_allocations", "tl.enable_debug_output",
-    "tl.ptxas_register_usage_level", "tl.enable_ptxas_verbose_output", "tl.disable_thread_storage_sync",
-    "tl.disable_shuffle_elect", "tl.enable_lower_ldgstg",
-    # tilec's own
-    "tilec.enable_mma",  # tensor-core gemm (mma.sync m16n8k16) on sm_80+; on by default, False for the SIMT gemm
-    "tilec.enable_wgmma",  # wgmma m64nNk16 on sm_90a where the operands allow (off until measured on the GPU)
-)
+
+class _BindingPlan:
+    """How an eager kernel's `T.const` sizes follow from its tensors, for one specialization:
+    the frontend's probe of the body (`probe_eager`), run once, as (tensor, its annotated
+    shape and dtype, [(axis, size name)]) rows."""
+
+    def __init__(self, jit_fn: JITFunction, spec: dict):
+        from tilec.frontend import probe_eager
+
+        self.jit_fn = jit_fn
+        self.rows = [(name, shape, dtype, [(axis, d.name) for axis, d in enumerate(shape)
+                                           if isinstance(d, Symbol) and not d.dynamic])
+                     for name, shape, dtype in probe_eager(jit_fn.fn, spec)]
+        self.const_names = {name for *_, axes in self.rows for _, name in axes}
+
+    def bind(self, tensors: dict) -> dict:
+        """The `T.const` sizes the given tensors' shapes bind; located errors for bad tensors."""
+        consts: dict = {}
+        for name, shape, dtype, axes in self.rows:
+            t = tensors.get(name)
+            if t is None:
+                continue
+            actual = getattr(t, "shape", None)
+            if actual is None or not _is_tensor(t):
+                self._fail(f"argument `{name}` must be a tensor, got {type(t).__name__}",
+                           hint=_tensor_hint(dtype))
+            if len(actual) != len(shape):
+                self._fail(f"tensor `{name}` must have {len(shape)} dimensions, got shape {tuple(actual)}")
+            for axis, size in axes:
+                got = actual[axis]
+                if got == 0:
+                    self._fail(f"size {size} would be 0: this call passes `{name}` of shape {tuple(actual)}, "
+                               "and a T.const size must be positive",
+                               hint=f"skip the call for empty tensors, or declare the size with "
+                                    f"`{size} = T.dynamic(\"{size}\")` to accept them")
+                if consts.setdefault(size, got) != got:
+                    self._fail(f"size {size} is {consts[size]} from an earlier tensor but {got} from `{name}`")
+        return consts
+
+    def _fail(self, msg: str, hint: str | None = None):
+        raise TilecError(f"{self.jit_fn.fn.__name__}: {msg}", loc=self.jit_fn._loc, hint=hint)
 
 
-def check_pass_configs(pass_configs, loc: SourceLoc | None) -> dict:
-    configs = dict(pass_configs or {})
-    for key, value in configs.items():
-        name = getattr(key, "value", key)
-        if name not in PASS_CONFIG_KEYS:
-            close = difflib.get_close_matches(str(name), PASS_CONFIG_KEYS, n=1)
-            raise TilecError(f"unknown pass-config key {name!r}", loc=loc,
-                             hint=f"did you mean {close[0]!r}?" if close else
-                             f"known keys: {', '.join(PASS_CONFIG_KEYS[:4])}, ...")
-        allowed = _CONFIG_VALUES.get(name)
-        if allowed is not None and not any(value == a and type(value) in (type(a), int) for a in allowed):
-            raise TilecError(f"pass config {name!r} = {value!r}: the value must be one of "
-                             f"{', '.join(map(repr, allowed))}", loc=loc)
-    return {getattr(k, "value", k): v for k, v in configs.items()}
+_TENSOR_TYPES: set = set()  # types already seen to be torch tensors or numpy arrays
 
 
-_BOOL = (True, False)
-_CONFIG_VALUES = {  # the values tilec acts on, for the keys it reads (others are accepted as TileLang's)
-    "tl.config_index_bitwidth": (32, 64), "tl.enable_fast_math": _BOOL, "tl.disable_fast_math": _BOOL,
-    "tilec.enable_mma": _BOOL, "tilec.enable_wgmma": _BOOL,
-}
+def _is_tensor(t) -> bool:
+    if type(t) in _TENSOR_TYPES:
+        return True
+    import numpy as np
+
+    from tilec.runtime import _is_torch
+
+    if _is_torch(t) or isinstance(t, np.ndarray):
+        _TENSOR_TYPES.add(type(t))
+        return True
+    return False
+
+
+def _tensor_hint(dtype) -> str:
+    from tilec.runtime import _TENSOR_HINT
+
+    return _TENSOR_HINT.format(dtype=dtype.name if dtype is not None else "float32")
 
 
 def _def_loc(fn) -> SourceLoc | None:
@@ -80,8 +115,8 @@ class JITKernel:
         self.target = target
         self.pass_configs = pass_configs or {}
         self.out_idx = list(program.returns)
-        self._backend = target.build(program, self.pass_configs, execution_backend=execution_backend,
-                                     build_key=build_key)
+        self._backend = compiler.build(program, target, self.pass_configs, execution_backend=execution_backend,
+                                       build_key=build_key)
 
     @property
     def params(self):
@@ -147,12 +182,27 @@ class JITFunction:
         self.execution_backend = execution_backend
         self.out_idx = out_idx
         self.target = target
-        self.pass_configs = check_pass_configs(pass_configs, _def_loc(fn))
-        check_target(target, loc=_def_loc(fn))
+        self._loc = _def_loc(fn)  # the kernel's def, for located errors (read once)
+        self.pass_configs = check_pass_configs(pass_configs, self._loc)
+        check_target(target, loc=self._loc)
         self.verbose = verbose
         self._kernels: dict = {}
         self._eager = is_eager(fn)
         self._tensor_params = eager_tensor_params(fn) if self._eager else []
+        self._signature = inspect.signature(fn)
+        self._names = list(self._signature.parameters)
+        # every parameter plain positional-or-keyword: a call by position binds by zip
+        params = list(self._signature.parameters.values())
+        self._positional = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+        self._n_required = max((i + 1 for i, p in enumerate(params) if p.default is inspect.Parameter.empty),
+                               default=0)
+        self._plans: dict = {}  # frozen specialization -> _BindingPlan
+        self._default_spec: tuple | None = None  # (frozen key, spec) for calls passing tensors only
+        # The warm path: a call passing exactly the tensors, by position, as the signature's first
+        # parameters; keyed by their shapes (which decide every T.const size) -> (kernel, input order).
+        n = len(self._tensor_params)
+        self._n_by_shapes = n if self._positional and set(self._names[:n]) == set(self._tensor_params) else -1
+        self._by_shapes: dict = {}
 
     def _key(self, values: dict):
         def freeze(x):
@@ -173,13 +223,13 @@ class JITFunction:
         target = resolve_target(self.target)
         memo = None
         if target.kind == "cuda":
-            from tilec import cache
+            from tilec.compiler import cache
 
             memo = cache.memo_key(self.fn, (), key_args, target.name, self.pass_configs,
                                   extra=(repr(self.out_idx),))
             hit = memo and cache.memo_get(memo)
             if hit:
-                from tilec.targets.cuda_backend import CacheMissError
+                from tilec.compiler.cuda_build import CacheMissError
 
                 try:
                     return JITKernel(cache.program_from_json(hit["program"]), target, self.pass_configs,
@@ -194,9 +244,9 @@ class JITFunction:
     # lazy -----------------------------------------------------------------
     def _lazy(self, *args, **kwargs) -> JITKernel:
         try:
-            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+            bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=_def_loc(self.fn)) from None
+            raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=self._loc) from None
         bound.apply_defaults()
         key = self._key(dict(bound.arguments))
         if key not in self._kernels:
@@ -211,20 +261,20 @@ class JITFunction:
             prim = self.fn(*args, **kwargs)
             if not isinstance(prim, PrimFunc):
                 raise TilecError(f"@tilec.jit factory {self.fn.__name__} must return a T.prim_func",
-                                 loc=_def_loc(self.fn))
+                                 loc=self._loc)
             return build_prim_func(prim, self.out_idx)
         spec, consts = self._split_eager_kwargs(kwargs)
         return build_eager(self.fn, spec, consts)
 
     def _split_eager_kwargs(self, kwargs: dict) -> tuple[dict, dict]:
-        sig = inspect.signature(self.fn)
+        sig = self._signature
         spec = {k: v for k, v in kwargs.items() if k in sig.parameters and k not in self._tensor_params}
         consts = {k: v for k, v in kwargs.items() if k not in spec}
         for name, p in sig.parameters.items():
             if name not in self._tensor_params and name not in spec:
                 if p.default is inspect.Parameter.empty:
                     raise TilecError(f"{self.fn.__name__}: compile-time argument `{name}` is missing",
-                                     loc=_def_loc(self.fn))
+                                     loc=self._loc)
                 spec[name] = p.default
         return spec, consts
 
@@ -238,15 +288,12 @@ class JITFunction:
         return self._eager_kernel(spec, consts)
 
     def _check_const_names(self, consts: dict, spec: dict) -> None:
-        from tilec.frontend import probe_eager
-
-        sizes = {d.name for _, shape, _ in probe_eager(self.fn, spec) for d in shape
-                 if isinstance(d, Symbol) and not d.dynamic}
+        sizes = self._plan(self._key(spec), spec).const_names
         unknown = sorted(set(consts) - sizes)
         if unknown:
             raise TilecError(f"{self.fn.__name__}.compile: {', '.join(unknown)} "
                              f"{'is' if len(unknown) == 1 else 'are'} neither a parameter nor a T.const size",
-                             loc=_def_loc(self.fn),
+                             loc=self._loc,
                              hint=f"its T.const sizes: {', '.join(sorted(sizes)) or 'none'}; its parameters: "
                                   f"{', '.join(inspect.signature(self.fn).parameters)}")
 
@@ -258,58 +305,73 @@ class JITFunction:
                                              lambda: _build_eager(self.fn, spec, consts))
         return self._kernels[key]
 
-    def _bind_consts(self, tensors: dict, spec: dict) -> dict:
-        import numpy as np
+    def _plan(self, spec_key, spec: dict) -> _BindingPlan:
+        """The binding plan for a specialization: the body is probed once per key."""
+        plan = self._plans.get(spec_key)
+        if plan is None:
+            plan = self._plans[spec_key] = _BindingPlan(self, spec)
+        return plan
 
-        from tilec.frontend import probe_eager
-        from tilec.runtime import _TENSOR_HINT, _is_torch
+    def _arguments(self, args: tuple, kwargs: dict) -> dict:
+        """The call's arguments by parameter name (a plain positional call binds by zip)."""
+        if not kwargs and self._positional and self._n_required <= len(args) <= len(self._names):
+            return dict(zip(self._names, args))
+        try:
+            return dict(self._signature.bind(*args, **kwargs).arguments)
+        except TypeError as e:
+            raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=self._loc) from None
 
-        consts: dict = {}
-        for name, shape, dtype in probe_eager(self.fn, spec):
-            t = tensors.get(name)
-            if t is None:
-                continue
-            if not (_is_torch(t) or isinstance(t, np.ndarray)):
-                raise TilecError(f"{self.fn.__name__}: argument `{name}` must be a tensor, got {type(t).__name__}",
-                                 loc=_def_loc(self.fn),
-                                 hint=_TENSOR_HINT.format(dtype=dtype.name if dtype is not None else "float32"))
-            actual = tuple(t.shape)
-            if len(actual) != len(shape):
-                raise TilecError(f"{self.fn.__name__}: tensor `{name}` must have {len(shape)} dimensions, "
-                                 f"got shape {actual}", loc=_def_loc(self.fn))
-            for want, got in zip(shape, actual):
-                if isinstance(want, Symbol) and not want.dynamic:
-                    if got == 0:
-                        raise TilecError(f"{self.fn.__name__}: size {want.name} would be 0: this call passes "
-                                         f"`{name}` of shape {actual}, and a T.const size must be positive",
-                                         loc=_def_loc(self.fn),
-                                         hint=f"skip the call for empty tensors, or declare the size with "
-                                              f"`{want.name} = T.dynamic(\"{want.name}\")` to accept them")
-                    if consts.setdefault(want.name, got) != got:
-                        raise TilecError(f"{self.fn.__name__}: size {want.name} is {consts[want.name]} from an "
-                                         f"earlier tensor but {got} from `{name}`", loc=_def_loc(self.fn))
-        return consts
+    def _specialization(self, others: dict) -> tuple:
+        """(frozen key, spec) of the compile-time arguments; cached for a call passing tensors only."""
+        if not others and self._default_spec is not None:
+            return self._default_spec
+        spec, _ = self._split_eager_kwargs(others)
+        keyed = (self._key(spec), spec)
+        if not others:
+            self._default_spec = keyed
+        return keyed
+
+    _BY_SHAPES_LIMIT = 256  # distinct shape tuples remembered (T.dynamic sizes vary freely)
 
     def __call__(self, *args, **kwargs):
         if not self._eager:
             return self._lazy(*args, **kwargs)
-        try:
-            bound = inspect.signature(self.fn).bind(*args, **kwargs)
-        except TypeError as e:
-            raise TilecError(f"bad call of {self.fn.__name__}: {e}", loc=_def_loc(self.fn)) from None
-        tensors = {k: v for k, v in bound.arguments.items() if k in self._tensor_params}
-        for k, value in bound.arguments.items():
-            if k not in self._tensor_params and (hasattr(value, "shape") and hasattr(value, "dtype")):
+        if not kwargs and len(args) == self._n_by_shapes:
+            try:
+                hit = self._by_shapes.get(tuple([a.shape for a in args]))
+            except (AttributeError, TypeError):  # not tensors: the checks below say so
+                hit = None
+            if hit is not None:  # these shapes bound this kernel before: nothing else to check
+                kernel, order = hit
+                return kernel(*[args[i] for i in order])
+        arguments = self._arguments(args, kwargs)
+        tensors, others = {}, {}
+        for k, value in arguments.items():
+            if k in self._tensor_params:
+                tensors[k] = value
+            elif hasattr(value, "shape") and hasattr(value, "dtype"):
                 raise TilecError(f"{self.fn.__name__}: argument `{k}` is a tensor, but the kernel does not annotate "
-                                 "it, so it would be a compile-time value", loc=_def_loc(self.fn),
+                                 "it, so it would be a compile-time value", loc=self._loc,
                                  hint=f"annotate it in the body: `{k}: T.Tensor(shape, dtype)`")
-        spec, _ = self._split_eager_kwargs({k: v for k, v in bound.arguments.items() if k not in self._tensor_params})
-        kernel = self._eager_kernel(spec, self._bind_consts(tensors, spec))
-        order = [p.name for p in kernel.params if not p.is_output]
-        missing = [n for n in order if n not in tensors]
-        if missing:
-            raise TilecError(f"{self.fn.__name__}: tensor argument(s) {', '.join(missing)} missing",
-                             loc=_def_loc(self.fn))
+            else:
+                others[k] = value
+        spec_key, spec = self._specialization(others)
+        consts = self._plan(spec_key, spec).bind(tensors)
+        kernel = self._kernels.get((spec_key, tuple(sorted(consts.items()))))  # = self._key(consts): ints
+        if kernel is None:
+            kernel = self._eager_kernel(spec, consts)
+        order = kernel.__dict__.get("_eager_inputs")
+        if order is None:
+            order = kernel._eager_inputs = [p.name for p in kernel.params if not p.is_output]
+        if len(tensors) < len(order):
+            missing = [n for n in order if n not in tensors]
+            if missing:
+                raise TilecError(f"{self.fn.__name__}: tensor argument(s) {', '.join(missing)} missing",
+                                 loc=self._loc)
+        if not kwargs and len(args) == self._n_by_shapes and not others:
+            if len(self._by_shapes) >= self._BY_SHAPES_LIMIT:
+                self._by_shapes.clear()
+            self._by_shapes[tuple([a.shape for a in args])] = (kernel, [self._names.index(n) for n in order])
         return kernel(*[tensors[n] for n in order])
 
 

@@ -1,4 +1,12 @@
-"""Targets are data: the facts passes and the runtime need about a machine."""
+"""`tilec.Target`: the facts passes and the runtime need about a machine, as plain data, and
+the names `target=` accepts.
+
+The module is `target.py`, singular, beside the `targets/` package on purpose: this is the
+*value* a compilation is for (what a pass or the driver reads: arch, shared memory per block,
+warp size, which instructions exist), while `tilec.targets` holds the *code* per target
+(nvptx translation, CUDA loaders, the numpy interpreter). Building for a target is the
+driver's job (`tilec.compiler.build`), not the Target's.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +14,29 @@ import difflib
 from dataclasses import dataclass
 
 from tilec import config
-from tilec.errors import TilecError, error_at
+from tilec.errors import TilecError
 
 
 @dataclass(frozen=True)
 class Target:
-    """A compilation target: `Target("sm_90a")`, `Target("sm_80")`, `Target("interp")`."""
+    """A compilation target: what `resolve_target("sm_90a")`, `("sm_80")`, `("sim")`, `("interp")` return."""
 
     name: str
-    kind: str  # "interp", "cuda" or "hip"
-    arch: str = ""
+    kind: str  # "interp", "sim" (the CUDA lowering, simulated on the CPU) or "cuda"
+    arch: str = ""  # "sm_80", "sm_90a", ...; "" for the interpreter
     warp_size: int = 32
     smem_per_block: int = 0  # bytes of shared memory a block may use
-    has_tma: bool = False
-    has_wgmma: bool = False
-
-    def build(self, program, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None):
-        if self.kind == "interp":
-            return InterpBackend(program)
-        check_one_kernel(program, self)
-        if self.kind == "sim":
-            return SimBackend(program, self, pass_configs)
-        from tilec.targets.cuda_backend import CudaBackend  # the NVVM path, imported only when used
-
-        return CudaBackend(program, self, pass_configs, execution_backend=execution_backend, build_key=build_key)
+    has_cp_async: bool = False  # cp.async, and mma.sync m16n8k16 (sm_80+)
+    has_tma: bool = False  # cp.async.bulk.tensor and mbarriers (sm_90+)
+    has_wgmma: bool = False  # wgmma.mma_async (sm_90a)
 
 
 _CUDA = {
-    "sm_80": dict(smem_per_block=163 * 1024),
-    "sm_86": dict(smem_per_block=99 * 1024),
-    "sm_89": dict(smem_per_block=99 * 1024),
-    "sm_90": dict(smem_per_block=227 * 1024, has_tma=True),
-    "sm_90a": dict(smem_per_block=227 * 1024, has_tma=True, has_wgmma=True),
+    "sm_80": dict(smem_per_block=163 * 1024, has_cp_async=True),
+    "sm_86": dict(smem_per_block=99 * 1024, has_cp_async=True),
+    "sm_89": dict(smem_per_block=99 * 1024, has_cp_async=True),
+    "sm_90": dict(smem_per_block=227 * 1024, has_cp_async=True, has_tma=True),
+    "sm_90a": dict(smem_per_block=227 * 1024, has_cp_async=True, has_tma=True, has_wgmma=True),
 }
 
 
@@ -115,113 +114,3 @@ def largest_smem_per_block() -> tuple[int, list[str]]:
     """The most shared memory a block may use on any supported GPU target, and those targets."""
     most = max(facts["smem_per_block"] for facts in _CUDA.values())
     return most, [name for name, facts in _CUDA.items() if facts["smem_per_block"] == most]
-
-
-def check_gpu_limits(program) -> None:
-    """Refuses, for the CPU interpreter too, a kernel that no supported GPU target can run.
-
-    Shared memory is counted as tile-plan-shared-memory places it (buffers whose live ranges
-    do not overlap share bytes), before any pipelining multiplies buffers.
-    """
-    from tilec.dialects import tile
-    from tilec.passes.tile_plan_shared_memory import shared_memory_bytes
-
-    most, archs = largest_smem_per_block()
-    for kernel in program.module.walk():
-        if not isinstance(kernel, tile.KernelOp):
-            continue
-        need, listing = shared_memory_bytes(kernel)
-        if need > most:
-            raise error_at(kernel, f"the kernel needs {need} bytes of shared memory, more than any GPU target "
-                                   f"can give a block: at most {most} bytes, on {' and '.join(archs)}; "
-                                   f"shared buffers: {listing}",
-                           hint="use smaller tiles (block_M / block_N / block_K), or keep some buffers in fragments")
-
-
-def check_one_kernel(program, target: Target) -> None:
-    """The CUDA path launches one grid per kernel function (the interpreter runs any number in turn)."""
-    if program.module is None:
-        return  # from the cache: it was checked when it was built
-    from tilec.dialects import tile
-
-    kernels = [op for op in program.func.body.block.ops if isinstance(op, tile.KernelOp)]
-    if len(kernels) > 1:
-        raise error_at(kernels[1], f"the {target.name} target launches one T.Kernel per kernel function, and this "
-                                   f"is number 2 of {len(kernels)} in {program.name} (the interpreter runs them in turn)",
-                       hint="write each launch as its own kernel function and call them one after the other")
-
-
-class InterpBackend:
-    """Runs the tile IR with numpy (targets/interp)."""
-
-    def __init__(self, program):
-        self.program = program
-        check_gpu_limits(program)
-
-    def get_ir(self, stage: str) -> str:
-        from tilec.dialects import print_ir
-
-        if stage != "tile":
-            raise TilecError(f"the interpreter target has only the 'tile' IR stage, not {stage!r}",
-                             loc=self.program.loc, hint="compile for 'sim' or a GPU target to see the later stages")
-        return print_ir(self.program.module)
-
-    def kernel_source(self) -> str:
-        return self.get_ir("tile")
-
-    def launch_description(self) -> str:
-        return "numpy interpreter: one block at a time, tiles as arrays"
-
-    def run(self, arrays: list, sizes: dict) -> None:
-        from tilec.targets.interp import run
-
-        run(self.program.module, arrays, func_name=self.program.name)
-
-
-class SimBackend:
-    """The CUDA target's passes and lowering, with the thread-level IR run on the CPU
-    (targets/interp/simt.py): the lowering's oracle where no GPU is at hand."""
-
-    def __init__(self, program, target: Target, pass_configs: dict):
-        from tilec.pipeline import lower_to_thread
-
-        self.program = program
-        self.module, self.spec, self._stages = lower_to_thread(program, target, pass_configs)
-
-    def get_ir(self, stage: str) -> str:
-        from tilec.dialects import print_ir
-
-        if stage == "tile":
-            return print_ir(self.program.module)
-        if stage not in self._stages:
-            raise TilecError(f"the sim target has the IR stages tile, {', '.join(self._stages)}; not {stage!r}",
-                             loc=self.program.loc)
-        return self._stages[stage]()
-
-    def kernel_source(self) -> str:
-        return self.get_ir("thread")
-
-    def launch_description(self) -> str:
-        s = self.spec
-        return f"simulated CUDA launch: block {s.block}, {s.smem_bytes} bytes of shared memory, args {s.args}"
-
-    def run(self, arrays: list, sizes: dict) -> None:
-        from tilec.targets.interp.simt import run_kernel
-
-        args = [_sim_arg(self.program, kind, value, arrays, sizes) for kind, value in self.spec.args]
-        run_kernel(self.module, args, self.spec.grid.evaluate(sizes), self.spec.block, self.spec.smem_bytes,
-                   self.spec.kernel_name)
-
-
-def _sim_arg(program, kind: str, value, arrays: list, sizes: dict):
-    """One simulated kernel argument: a tensor's array, a size, or a tensor map over a tensor."""
-    if kind == "tensor":
-        return arrays[value]
-    if kind == "size":
-        return sizes[value]
-    from tilec.targets.interp.simt_hopper import TensorMapSim
-
-    array = arrays[value["tensor"]]
-    shape = tuple(array.shape)
-    strides = tuple(s // array.itemsize for s in array.strides)
-    return TensorMapSim(array.reshape(-1), shape, strides, tuple(value["box"]), value["swizzle"])

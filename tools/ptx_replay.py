@@ -64,6 +64,7 @@ def _reference_kernels():
 
 def collect() -> dict[str, str]:
     import tilec
+    from tilec import compiler
     from tilec.target import resolve_target
 
     out: dict[str, str] = {}
@@ -78,7 +79,7 @@ def collect() -> dict[str, str]:
         for arch in ARCHS:
             target = resolve_target(arch)
             try:
-                out[f"{name}.{arch}"] = target.build(program, {}).kernel_source()
+                out[f"{name}.{arch}"] = compiler.build(program, target, {}).kernel_source()
             except Exception as e:
                 out[f"{name}.{arch}"] = f"ERROR {type(e).__name__}: {e}"
     return out

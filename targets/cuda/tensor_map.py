@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tilec.errors import TilecError
 
-__all__ = ["TensorMapSpec", "TensorMapCache", "encode_arguments", "tma_supported"]
+__all__ = ["TensorMapCache", "TensorMapSpec", "encode_arguments", "encoded", "tma_supported"]
 
 # CUtensorMapDataType, CUtensorMapSwizzle (cuda.h)
 _DTYPE = {"u8": 0, "i8": 0, "u16": 1, "i16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7,
@@ -126,3 +126,18 @@ class TensorMapCache:
                 self._maps.clear()
             blob = self._maps[key] = self._encoder(encode_arguments(spec, address, shape, strides))
         return blob
+
+
+_CACHE: TensorMapCache | None = None
+
+
+def encoded(desc: dict, address: int, shape, strides):
+    """The launch argument (`loader.TensorMapArg`) of the tensor map `desc` (a LaunchSpec
+    "tensormap" value) over a tensor at `address`; one driver call per tensor geometry."""
+    global _CACHE
+    from tilec.targets.cuda.loader import TensorMapArg
+
+    if _CACHE is None:
+        _CACHE = TensorMapCache()
+    spec = TensorMapSpec(desc["tensor"], desc["dtype"], tuple(desc["box"]), desc["swizzle"])
+    return TensorMapArg(_CACHE.get(spec, address, shape, strides))

@@ -174,7 +174,7 @@ def test_compile_writes_a_launch_manifest(tmp_path):
     assert [p["name"] for p in manifest["params"]] == ["A", "B"]
     assert manifest["params"][0]["shape"] == [256, 128]
     assert manifest["args"] == [{"tensor": 0}, {"tensor": 1}]
-    from tilec.launch import GridExpr
+    from tilec.compiler.launch import GridExpr
 
     grid = GridExpr(manifest["grid"]["steps"], manifest["grid"]["outputs"])
     assert grid.evaluate({}) == (4, 1, 1)

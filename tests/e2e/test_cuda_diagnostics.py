@@ -12,7 +12,7 @@ import tilec
 import tilec.language as T
 from tilec import TilecError
 from tilec.frontend import build_prim_func
-from tilec.pipeline import lower_to_thread
+from tilec.compiler.lower import lower_to_thread
 from tilec.target import resolve_target
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tilec.cli import _load_module, build_program, find_kernel
-from tilec.pipeline import lower_to_thread
+from tilec.compiler.lower import lower_to_thread
 from tilec.target import resolve_target
 from tilec.targets.nvptx import assemble, emit_ptx
 
@@ -37,8 +37,9 @@ def test_reference_kernel_assembles(file, kernel, defines, ptxas):
         pytest.skip(f"{path} is absent")
     sys.path.insert(0, KERNELS)
     program = build_program(find_kernel(_load_module(path), kernel), defines)
-    module, spec, _ = lower_to_thread(program, resolve_target("sm_90a"), {})
-    ptx = emit_ptx(module, "sm_90a")
+    lowered = lower_to_thread(program, resolve_target("sm_90a"), {})
+    spec = lowered.spec
+    ptx = emit_ptx(lowered.thread, "sm_90a")
     assert f".entry {spec.kernel_name}" in ptx
     cubin, report = assemble(ptx, "sm_90a")
     assert cubin.startswith(b"\x7fELF") and report.kernels[spec.kernel_name].registers > 0

@@ -21,12 +21,13 @@ REFERENCE = ["elementwise_add", "softmax", "rms_norm", "gemm", "gemm_bias_gelu",
 def assemble_case(case, arch: str = "sm_90a", configs: dict | None = None):
     """The case through the CUDA passes, LLVM and ptxas: (PTX, ptxas report, kernel name)."""
     from tilec.frontend import build_prim_func
-    from tilec.pipeline import lower_to_thread
+    from tilec.compiler.lower import lower_to_thread
     from tilec.target import resolve_target
     from tilec.targets.nvptx import assemble, emit_ptx
 
-    module, spec, _ = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target(arch), configs or {})
-    ptx = emit_ptx(module, arch)
+    lowered = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target(arch), configs or {})
+    spec = lowered.spec
+    ptx = emit_ptx(lowered.thread, arch)
     cubin, report = assemble(ptx, arch)
     assert cubin.startswith(b"\x7fELF") and spec.kernel_name in report.kernels
     return ptx, report, spec.kernel_name

@@ -154,12 +154,16 @@ def global_leaf(prog: Program, sp: Space, t: Tensor, shift_=None) -> Leaf:
     return Leaf(text, t.dtype, 3.0, get)
 
 
-def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None) -> None:
+def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None, pre=(), extra=()) -> None:
     """`for i, j in T.Parallel(...): <target> = <expr>`; `write(env, R)` is the reference.
-    With `branch` = (cond, expr2) the body is `if cond: target = expr / else: target = expr2`."""
+    With `branch` = (cond, expr2) the body is `if cond: target = expr / else: target = expr2`;
+    `pre` lines open the body (per-iteration T.alloc_var temporaries), `extra` are more
+    (target, expr, write) assignments after the first."""
     vars_ = LOOP_VARS[: len(shape)]
     prog.emit(f"for {', '.join(vars_)} in T.Parallel({', '.join(map(str, shape))}):")
     with prog.indent():
+        for line in pre:
+            prog.emit(line)
         if branch is None:
             prog.emit(f"{target} = {expr.text}")
         else:
@@ -167,6 +171,8 @@ def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None)
             prog.emit(f"    {target} = {expr.text}")
             prog.emit("else:")
             prog.emit(f"    {target} = {branch[1].text}")
+        for t, e, _ in extra:
+            prog.emit(f"{t} = {e.text}")
 
     def run(env):
         r = expr.fn(env)
@@ -174,7 +180,11 @@ def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None)
         if branch is not None:
             r2, c = branch[1].fn(env), np.broadcast_to(branch[0].fn(env), shape)
             v, m, b = np.where(c, v, r2.v), np.where(c, m, r2.m), max(b, r2.b)
+        later = [(w, e.fn(env)) for _, e, w in extra]  # read before any of the loop's writes land
         write(env, R(np.array(v, dtype=np.float64), np.array(m, dtype=np.float64), b))
+        for w, r in later:
+            w(env, R(np.broadcast_to(r.v, shape).astype(np.float64), np.broadcast_to(r.m, shape).astype(np.float64),
+                     r.b))
 
     prog.step(run)
 

@@ -106,8 +106,8 @@ def run_case(case, target: str, device: str = "cpu", reference: dict | None = No
         kernel = tilec.compile(prim, target=target, pass_configs=case.prog.pass_configs or None)
     except Exception as e:  # noqa: BLE001 -- every failure is a verdict
         return _classify(e, "compile")
-    tensors = make_tensors(case, data, device)
     try:
+        tensors = make_tensors(case, data, device)
         kernel(*tensors)
         if device != "cpu":
             import torch

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import os
 
-KNOWN_BUGS: dict = {}
+KNOWN_BUGS = {
+    "if_on_alloc_var": "`if v > 0.0:` on a per-iteration `v = T.alloc_var(T.float32, init=A[i])` inside "
+                       "T.Parallel takes the same branch in every iteration on the CUDA path "
+                       "(test_if_on_a_per_iteration_alloc_var)",
+}
 
 
 def avoid(name: str) -> bool:

@@ -43,7 +43,7 @@ from .common import (
     write_global,
     write_tile,
 )
-from .expr import condition, expression
+from .expr import Expr, Leaf, condition, expression
 from .known import avoid
 from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_unit
 
@@ -80,11 +80,35 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
         maybe_swizzle(d, prog, tile)
         prog.load(a, sp.offs(prog, sh), tile, form=d.choice(("point", "slice")))
         leaves.append(tile_leaf(tile, vars_, exact=convert_unit(a.dtype, tile.dtype) == 0))
+        if tile.scope != "fragment" and d.chance(0.3):  # shared and local tiles index freely
+            leaves.append(permuted_leaf(d, tile, vars_, exact=convert_unit(a.dtype, tile.dtype) == 0))
     for _ in range(d.int(0, 1)):  # an intermediate fragment computed from the inputs
         e = expression(d, leaves, d.int(1, 3))
         tmp = prog.alloc("fragment", sp.t, d.choice(DTYPES))
         parallel_assign(prog, sp.t, f"{tmp.name}[{', '.join(vars_)}]", e, write_tile(tmp, e.dtype))
         leaves.append(tile_leaf(tmp, vars_, exact=False, bound=e.bound))
+    pre = []
+    if d.chance(0.2):  # a per-iteration scalar: v = T.alloc_var(dtype, init=<expr>), read below
+        exact = [leaf for leaf in leaves if leaf.exact]
+        if exact and d.chance(0.4):  # a copy of an exact leaf: conditions may test it
+            src = d.choice(exact)
+            e0 = Expr(src.text, src.dtype, src.bound, src.get)
+            vdt = "float32"
+            v_exact = not avoid("if_on_alloc_var")
+        else:
+            e0, vdt, v_exact = expression(d, leaves, d.int(1, 2)), d.choice(DTYPES), False
+        cond = condition(d, leaves) if d.chance(0.3) else None
+        if cond is None:
+            pre.append(f"v = T.alloc_var(T.{vdt}, init={e0.text})")
+            get = _var_get(e0, vdt)
+        else:  # assigned in the branches of an if
+            e1 = expression(d, leaves, d.int(1, 2))
+            pre += [f"v = T.alloc_var(T.{vdt})", f"if {cond.text}:", f"    v = {e0.text}", "else:", f"    v = {e1.text}"]
+            get = _var_select(cond, _var_get(e0, vdt), _var_get(e1, vdt))
+            v_exact = False
+            prog.tag("alloc_var_branches", True)
+        leaves = leaves + [Leaf("v", vdt, e0.bound, get, exact=v_exact)]
+        prog.tag("alloc_var", True)
     e = expression(d, leaves, d.int(1, 4))
     branch = None
     if d.chance(0.2):  # an if/else statement in the loop body
@@ -97,12 +121,55 @@ def _elementwise_body(d, prog: Program, sp, inputs, out, vars_) -> None:
     # the branch whose conversion into y rounds most sets the bound
     src_dt = max([e.dtype] + ([branch[1].dtype] if branch else []), key=lambda t: convert_unit(t, y.dtype))
     out_offs = sp.offs(prog, shift(d, sp, p=0.1))  # a shifted store leaves its first rows unwritten
+    extra = []
+    if d.chance(0.25):  # a second output written by the same loop
+        e2 = expression(d, leaves, d.int(1, 3))
+        B2 = prog.tensor("B2", sp.n, d.choice(DTYPES), "out", out.shape_src)
+        extra.append((f"B2[{', '.join(f'{o.text} + {v}' for o, v in zip(sp.offs(prog), vars_))}]", e2,
+                      write_global(sp, B2, e2.dtype)))
+        prog.tag("two_outputs", True)
     if path == "global":
         target = f"{out.name}[{', '.join(f'{o.text} + {v}' for o, v in zip(out_offs, vars_))}]"
-        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt, out_offs), branch)
+        parallel_assign(prog, sp.t, target, e, write_global(sp, out, src_dt, out_offs), branch, pre, extra)
     else:
-        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch)
+        parallel_assign(prog, sp.t, f"{y.name}[{', '.join(vars_)}]", e, write_tile(y, src_dt), branch, pre, extra)
         prog.store(y, out, out_offs, form=d.choice(("point", "slice")))
+
+
+def permuted_leaf(d, tile: Tile, vars_, exact: bool) -> Leaf:
+    """`s[t0 - 1 - i, j]` (reversed) or `s[(i + 3) % t0, j]` (rotated) along one dim."""
+    k = d.int(0, len(tile.shape) - 1)
+    n = tile.shape[k]
+    rotate = d.int(1, max(1, n - 1)) if d.chance(0.5) else None
+    idx = list(vars_)
+    idx[k] = f"({vars_[k]} + {rotate}) % {n}" if rotate is not None else f"{n - 1} - {vars_[k]}"
+
+    def perm(a):
+        return np.roll(a, -rotate, axis=k) if rotate is not None else np.flip(a, axis=k)
+
+    def get(env):
+        r = env.tiles[tile.name]
+        return R(perm(r.v).copy(), perm(r.m).copy(), r.b)
+
+    return Leaf(f"{tile.name}[{', '.join(idx)}]", tile.dtype, 3.0, get, exact)
+
+
+def _var_select(cond, get0, get1):
+    def get(env):
+        c, r0, r1 = cond.fn(env), get0(env), get1(env)
+        return R(np.where(c, r0.v, r1.v), np.where(c, r0.m, r1.m), max(r0.b, r1.b))
+
+    return get
+
+
+def _var_get(e0, vdt: str):
+    """A T.alloc_var temporary's value: its init expression, rounded to the var's dtype."""
+
+    def get(env):
+        r = e0.fn(env)
+        return R(r.v, r.m, r.b + convert_unit(e0.dtype, vdt))
+
+    return get
 
 
 # --------------------------------------------------------------------------- #
@@ -207,13 +274,20 @@ def reduce(d) -> Program:
         clear = d.chance(0.7)
         if not clear:
             fill(prog, y, d.choice((0.0, 1.0, -1.0)))
-        if ndim == 2 and x.scope == "shared" and y.scope == "fragment" and d.chance(0.4):
-            _serial_reduce(prog, kind, x, y, dim, clear)
+        masked = False
+        if ndim == 2 and x.scope != "fragment" and y.scope == "fragment" and d.chance(0.4):
+            masked = _serial_reduce(d, prog, kind, x, y, dim, clear)
         else:
             clear_arg = "" if clear and d.chance(0.5) else f", clear={clear}"
             prog.emit(f"{call}({x.name}, {y.name}{dim_arg}{clear_arg})")
-        prog.step(lambda env, x=x, y=y, clear=clear: env.tiles.__setitem__(y.name, reduce_ref(
-            kind, env.tiles[x.name], dim, out_shape, y.dtype, None if clear else env.tiles[y.name])))
+
+        def run(env, x=x, y=y, clear=clear, masked=masked):
+            xr = env.tiles[x.name]
+            if masked:  # only the positive elements
+                xr = R(np.where(xr.v > 0, xr.v, 0.0), np.where(xr.v > 0, xr.m, 0.0), xr.b)
+            env.tiles[y.name] = reduce_ref(kind, xr, dim, out_shape, y.dtype, None if clear else env.tiles[y.name])
+
+        prog.step(run)
     # outputs: the reduced tile (one entry per block along a gridded reduce dim) ...
     Y = prog.tensor("Y", tuple(1 if (k == dim and chunked) else (sp.g[k] if k == dim else n)
                                for k, n in enumerate(sp.n)), d.choice(DTYPES), "out")
@@ -244,9 +318,10 @@ def reduce(d) -> Program:
     return prog
 
 
-def _serial_reduce(prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: bool) -> None:
+def _serial_reduce(d, prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: bool) -> bool:
     """The reduction written out: a T.alloc_var accumulator per T.Parallel element, a
-    T.serial loop over the reduced dim (x is shared: fragments take loop variables only)."""
+    T.serial loop over the reduced dim (x is shared or local: fragments take loop variables
+    only).  A sum may add only the positive elements (`if x > 0.0:`); returns whether it does."""
     n = x.shape[dim]
     at = (lambda k: f"{x.name}[i, {k}]") if dim == 1 else (lambda k: f"{x.name}[{k}, i]")
     elem = (lambda k: f"T.abs({at(k)})") if kind.startswith("abs") else at
@@ -259,11 +334,17 @@ def _serial_reduce(prog: Program, kind: str, x: Tile, y: Tile, dim: int, clear: 
     prog.emit(f"for i in T.Parallel({x.shape[1 - dim]}):")
     with prog.indent():
         prog.emit(f"acc = T.alloc_var(T.float32, init={init})")
+        masked = kind in ("sum", "abssum") and d.chance(0.3)
         prog.emit(f"for k in T.serial({start}{n}):")
         with prog.indent():
-            prog.emit(f"acc = {combine.format(elem('k'))}")
+            if masked:
+                prog.emit(f"if {at('k')} > 0.0:")
+                prog.emit(f"    acc = {combine.format(elem('k'))}")
+            else:
+                prog.emit(f"acc = {combine.format(elem('k'))}")
         prog.emit(f"{y.name}[i] = acc")
-    prog.tag("serial_reduce", True)
+    prog.tag("serial_reduce", "masked" if masked else True)
+    return masked
 
 
 def _store_reduced(prog: Program, y: Tile, Y: Tensor, yoffs: list[Off], dim: int, ndim: int) -> None:
@@ -370,7 +451,7 @@ def copy(d) -> Program:
         prog.step(run)
         prog.tag("hops", "global")
         return prog
-    hops = [d.choice(("copy", "copy", "transpose", "subregion", "scale")) for _ in range(d.int(0, 3))]
+    hops = [d.choice(("copy", "copy", "transpose", "subregion", "scale", "reshape")) for _ in range(d.int(0, 3))]
     hops = [h if h != "transpose" or ndim == 2 else "copy" for h in hops]
     transposed = hops.count("transpose") % 2 == 1
     B = prog.tensor("B", tuple(reversed(sp.n)) if transposed else sp.n, d.choice(DTYPES), "out",
@@ -469,10 +550,36 @@ def _hop_scale(d, prog: Program, cur: Tile) -> Tile:
     return new
 
 
+def _hop_reshape(d, prog: Program, cur: Tile) -> Tile:
+    """Through T.reshape views: read a shared or local tile as another shape into a new tile,
+    and write that back through a view of a tile of the original shape."""
+    if cur.scope == "fragment":
+        return _hop_copy(d, prog, cur)
+    total = int(np.prod(cur.shape))
+    divisors = [a for a in range(2, total) if total % a == 0]
+    shape2 = (total,)
+    if divisors and d.chance(0.6):
+        a = d.choice(divisors)
+        shape2 = (a, total // a)
+    mid = prog.alloc(d.choice(scopes(shape2, "shared", "fragment")), shape2, d.choice(DTYPES))
+    prog.emit(f"T.copy(T.reshape({cur.name}, {shape2!r}), {mid.name})")
+    new = prog.alloc(d.choice(scopes(cur.shape, "shared")), cur.shape, d.choice(DTYPES))
+    prog.emit(f"T.copy({mid.name}, T.reshape({new.name}, {shape2!r}))")
+
+    def run(env):
+        r = env.tiles[cur.name]
+        conv = convert_unit(cur.dtype, mid.dtype) + convert_unit(mid.dtype, new.dtype)
+        env.tiles[new.name] = R(r.v, r.m, r.b + conv)
+
+    prog.step(run)
+    return new
+
+
 def _converted(r: R, src: Tile, dst: Tile) -> R:
     return R(r.v, r.m, r.b + convert_unit(src.dtype, dst.dtype))
 
 
-_HOPS = {"copy": _hop_copy, "transpose": _hop_transpose, "subregion": _hop_subregion, "scale": _hop_scale}
+_HOPS = {"copy": _hop_copy, "transpose": _hop_transpose, "subregion": _hop_subregion, "scale": _hop_scale,
+         "reshape": _hop_reshape}
 
 

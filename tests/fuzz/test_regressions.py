@@ -325,3 +325,31 @@ def test_scan_of_a_local_tile(make, want, target):
     x, y = torch.tensor([4.0, -3.0, 2.0, 1.0], device=dev), torch.full((4,), float("nan"), device=dev)
     tilec.compile(make(), target=target)(x, y)
     _close(y, want(x.cpu()))
+
+
+# --------------------------------------------------------------------------- #
+# 8. An `if` on a per-iteration T.alloc_var inside T.Parallel
+# --------------------------------------------------------------------------- #
+
+
+def if_on_alloc_var():
+    @T.prim_func
+    def main(A: T.Tensor((4,), T.float32), B: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(4):
+                v = T.alloc_var(T.float32, init=A[i])
+                if v > 0.0:
+                    B[i] = 1.0
+                else:
+                    B[i] = 2.0
+
+    return main
+
+
+@targets("if_on_alloc_var", reason="every iteration takes the branch of one of them: [1, 1, 1, 1] instead of "
+                                   "[1, 2, 1, 2]")
+def test_if_on_a_per_iteration_alloc_var(target):
+    dev = _device(target)
+    a, b = torch.tensor([1.0, -1.0, 1.0, -1.0], device=dev), torch.full((4,), float("nan"), device=dev)
+    tilec.compile(if_on_alloc_var(), target=target)(a, b)
+    _close(b, torch.tensor([1.0, 2.0, 1.0, 2.0]))

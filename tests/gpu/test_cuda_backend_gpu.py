@@ -2,8 +2,8 @@
 dynamic shared memory opt-in, errors, and the profiler's CUDA-event timing.
 
 `hand_lowered` tests use the hand-written thread-level module of
-tests/runtime/test_cuda_backend.py (they need no tilec.pipeline); `README add` tests use the
-real pipeline and skip until `tilec.pipeline.lower_to_thread` exists.
+tests/runtime/test_cuda_backend.py (in place of tilec.compiler.lower); `README add` tests use the
+real lowering.
 """
 
 import importlib.util
@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU", allow_module_level=True)
 
-from tilec.targets import cuda_runtime as rt
+from tilec.targets.cuda import loader as rt
 
 import tilec
 import tilec.language as T
@@ -46,19 +46,11 @@ HAND = _runtime_tests()
 def hand_lowered(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(config, "DISABLE_CACHE", False)
-    HAND.install_fake_pipeline(monkeypatch, [])
-
-
-def _has_pipeline() -> bool:
-    try:
-        from tilec.pipeline import lower_to_thread  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    HAND.install_fake_lowering(monkeypatch, [])
 
 
 def _hand_kernel(loader):
-    from tilec.targets.cuda_backend import CudaBackend
+    from tilec.compiler.cuda_backend import CudaBackend
 
     kernel = tilec.JITKernel(HAND.add.build_program(block=128), resolve_target("cuda"), {})
     kernel._backend = CudaBackend(kernel.program, kernel.target, {}, execution_backend=loader)
@@ -182,7 +174,6 @@ def test_profiler_do_bench_uses_cuda_events():
     assert 0.005 < ms < 5  # 128 MB read + written: tens of microseconds on an H200
 
 
-@pytest.mark.skipif(not _has_pipeline(), reason="tilec.pipeline.lower_to_thread not written yet")
 @pytest.mark.parametrize("loader", LOADERS)
 def test_readme_add(loader, monkeypatch):
     """The README's example, through the real pipeline, with each loader."""

@@ -1,4 +1,4 @@
-"""tilec.cache: content-addressed entries, atomic whole-entry installs, the disable flag, the memo;
+"""tilec.compiler.cache: content-addressed entries, atomic whole-entry installs, the disable flag, the memo;
 and integrity: every kind of damaged entry (blobs, meta.json, schema, files and folders) is a
 miss that the next put replaces, also on the real build path (CudaBackend through tilec.jit's
 memo, PTX and a cubin from ptxas, the loader replaced), where nothing damaged reaches the driver."""
@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tilec import cache, config
+from tilec import config
+from tilec.compiler import cache
 import tilec.language as T
 
 
@@ -334,7 +335,7 @@ def test_memo_key_changes_with_the_source(tmp_path):
         out = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
             import sys; sys.path.insert(0, {str(tmp_path)!r})
             import kmod
-            from tilec import cache
+            from tilec.compiler import cache
             print(cache.memo_key(kmod.k, (3,), {{}}, "sm_90a", {{}}))
         """)], capture_output=True, text=True, check=True).stdout.strip()
         keys.append(out)
@@ -434,8 +435,8 @@ def test_malformed_memo_is_a_miss(how):
 @pytest.fixture
 def counts(monkeypatch):
     """How often the frontend and the lowering ran (both real, only counted)."""
+    import tilec.compiler.lower
     import tilec.frontend
-    import tilec.pipeline
 
     counts = {"frontend": 0, "lower": 0}
 
@@ -446,7 +447,7 @@ def counts(monkeypatch):
         return run
 
     monkeypatch.setattr(tilec.frontend, "build_eager", counted("frontend", tilec.frontend.build_eager))
-    monkeypatch.setattr(tilec.pipeline, "lower_to_thread", counted("lower", tilec.pipeline.lower_to_thread))
+    monkeypatch.setattr(tilec.compiler.lower, "lower_to_thread", counted("lower", tilec.compiler.lower.lower_to_thread))
     return counts
 
 
@@ -468,10 +469,10 @@ def memo_entries(cache_dir):
 
 def driver_image(backend, monkeypatch):
     """What `_loaded` would hand to the CUDA driver (the loader is replaced; no GPU needed)."""
-    from tilec.targets import cuda_runtime
+    from tilec.targets.cuda import loader
 
     seen = []
-    monkeypatch.setattr(cuda_runtime, "load", lambda image, name, **kw: seen.append((image, name)) or object())
+    monkeypatch.setattr(loader, "load", lambda image, name, **kw: seen.append((image, name)) or object())
     backend._kernels.clear()
     backend._loaded(0)
     return seen
@@ -625,10 +626,10 @@ def test_damaged_memo_takes_the_slow_path_and_is_rewritten(cache_dir, counts, ho
 def test_report_fields_match_ptxas_kernel_resources():
     import dataclasses
 
-    from tilec.targets import cuda_backend
+    from tilec.compiler import cache_entry
     from tilec.targets.nvptx import KernelResources
 
-    assert cuda_backend._RESOURCE_FIELDS == tuple(f.name for f in dataclasses.fields(KernelResources))
+    assert cache_entry.RESOURCE_FIELDS == tuple(f.name for f in dataclasses.fields(KernelResources))
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not found")

@@ -1,17 +1,16 @@
-"""CudaBackend on the CPU, with `tilec.pipeline.lower_to_thread` replaced by a hand-written
+"""CudaBackend on the CPU, with `tilec.compiler.lower.lower_to_thread` replaced by a hand-written
 thread-level module: PTX (and a cubin where ptxas exists), IR stages, the disk cache, the
 launch description and the argument checks that come before any driver call."""
 
 import shutil
-import sys
-import types
 
 import pytest
 
 from tilec import config
 
 import tilec
-from tilec.launch import GridExpr, LaunchSpec
+from tilec.compiler import lower
+from tilec.compiler.launch import GridExpr, LaunchSpec
 import tilec.language as T
 from tilec import TilecError
 from tilec.target import Target, resolve_target
@@ -51,20 +50,24 @@ def parse_thread(text):
     return Parser(ctx, text).parse_module()
 
 
-def install_fake_pipeline(monkeypatch, calls):
-    """A `tilec.pipeline` module whose lower_to_thread returns THREAD_ADD for a 1-D add."""
-    fake = types.ModuleType("tilec.pipeline")
+class FakeLowered(lower.Lowered):
+    """THREAD_ADD as the thread stage; a placeholder text as the tile-opt stage."""
 
-    def lower_to_thread(program, target, pass_configs):
+    def stage(self, name):
+        return {"tile-opt": "// tile-opt stage\n", "thread": THREAD_ADD}[name]
+
+
+def install_fake_lowering(monkeypatch, calls):
+    """`tilec.compiler.lower.lower_to_thread` returning THREAD_ADD for a 1-D add."""
+
+    def lower_to_thread(program, target, pass_configs, *, dump_dir=None):
         calls.append(program.name)
         grid = GridExpr([["size", "N"], ["const", 128], ["arith.ceildivsi", 0, 1]], [2])
         spec = LaunchSpec("add_kernel", (128, 1, 1), 0, grid,
                           [("tensor", 0), ("tensor", 1), ("tensor", 2), ("size", "N")])
-        return parse_thread(THREAD_ADD), spec, {"tile-opt": "// tile-opt stage\n", "thread": THREAD_ADD}
+        return FakeLowered(None, parse_thread(THREAD_ADD), spec, 0)
 
-    fake.lower_to_thread, fake.LaunchSpec, fake.GridExpr = lower_to_thread, LaunchSpec, GridExpr
-    monkeypatch.setitem(sys.modules, "tilec.pipeline", fake)
-    monkeypatch.setattr(tilec, "pipeline", fake, raising=False)
+    monkeypatch.setattr(lower, "lower_to_thread", lower_to_thread)
 
 
 @tilec.jit
@@ -85,7 +88,7 @@ def calls(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "DISABLE_CACHE", False)
     monkeypatch.setattr(config, "DUMP_IR", None)
     calls = []
-    install_fake_pipeline(monkeypatch, calls)
+    install_fake_lowering(monkeypatch, calls)
     return calls
 
 
@@ -152,9 +155,9 @@ def test_corrupted_cache_entry_is_rebuilt(calls, tmp_path):
 
 
 def test_memo_build_key_skips_the_frontend(calls):
-    from tilec.targets.cuda_backend import CacheMissError, CudaBackend
-
-    from tilec import cache
+    from tilec.compiler import cache
+    from tilec.compiler.cuda_build import CacheMissError
+    from tilec.compiler.cuda_backend import CudaBackend
 
     program = add.build_program(block=128)
     first = CudaBackend(program, resolve_target("sm_90a"), {})
@@ -181,17 +184,16 @@ def test_launch_description(calls):
 
 
 def test_smem_over_the_target_budget_is_an_error(calls, monkeypatch):
-    from tilec import pipeline
+    original = lower.lower_to_thread
 
-    original = pipeline.lower_to_thread
+    def greedy(program, target, configs, **kw):
+        lowered = original(program, target, configs, **kw)
+        lowered.spec.smem_bytes = 300 * 1024  # e.g. lowering scratch on top of the planned buffers
+        return lowered
 
-    def greedy(program, target, configs):
-        module, spec, ir = original(program, target, configs)
-        spec.smem_bytes = 300 * 1024
-        return module, spec, ir
-
-    monkeypatch.setattr(pipeline, "lower_to_thread", greedy)
-    with pytest.raises(TilecError, match="bytes of shared memory"):
+    monkeypatch.setattr(lower, "lower_to_thread", greedy)
+    with pytest.raises(TilecError, match="needs 307200 bytes of shared memory, more than the 232448 a block may "
+                                         "use on sm_90a: 0 bytes of shared buffers and 307200 bytes of exchange"):
         compile_add()
 
 
@@ -224,7 +226,7 @@ def test_non_contiguous_tensor_is_rejected(calls):
 
 
 def test_kernel_args_follow_the_launch_spec(calls):
-    from tilec.targets.cuda_runtime import Ptr
+    from tilec.targets.cuda.loader import Ptr
 
     backend = compile_add()._backend
 

@@ -88,7 +88,7 @@ def _compiler_fingerprint() -> str:
     import importlib.util
 
     digest = hashlib.sha256()
-    roots = [os.path.dirname(os.path.abspath(__file__))]
+    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the tilec package
     for package in ("tilec.dialects", "tilec.passes", "tilec.targets"):  # found, not imported
         spec = importlib.util.find_spec(package)
         roots += list(spec.submodule_search_locations or []) if spec else []
@@ -445,9 +445,9 @@ def _is(value, *types_) -> bool:
 def program_from_json(data: dict, module=None):
     """The KernelProgram for `program_to_json`'s output; its module is `module` (None: unknown).
     ValueError if `data` is not such an output (a missing field, a field of the wrong type)."""
+    from tilec.compiler.kernel_program import KernelProgram, Param
     from tilec.dtypes import as_dtype
     from tilec.errors import SourceLoc
-    from tilec.program import KernelProgram, Param
     from tilec.language.program import Symbol
 
     def dim(d):

@@ -1,4 +1,4 @@
-"""targets/cuda_runtime on the CPU: argument packing and loader choice (no driver needed)."""
+"""targets/cuda/loader.py on the CPU: argument packing and loader choice (no driver needed)."""
 
 import ctypes
 import struct
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tilec import config
-from tilec.targets import cuda_runtime as rt
-from tilec.targets.cuda_runtime import Ptr
+from tilec.targets.cuda import loader as rt
+from tilec.targets.cuda.loader import Ptr
 
 from tilec import TilecError
 

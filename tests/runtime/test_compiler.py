@@ -1,0 +1,162 @@
+"""tilec/compiler (issue 8, item 3): Target is plain data, `compiler.build` picks the backend,
+every stage's IR is kept from the build (get_ir runs no pass again), the argument kinds of
+the launch ABI are one registry, shared memory past the lowering's scratch is refused."""
+
+import dataclasses
+import json
+
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec import TilecError, compiler, config
+from tilec.compiler import launch, lower
+from tilec.compiler.cpu_backends import InterpBackend, SimBackend
+from tilec.compiler.cuda_backend import CudaBackend
+from tilec.frontend import build_prim_func
+from tilec.target import Target, resolve_target
+
+
+def reduce_kernel():
+    @T.prim_func
+    def main(X: T.Tensor((64, 128), T.float32), Y: T.Tensor((64,), T.float32)):
+        with T.Kernel(4, threads=128) as bx:
+            x = T.alloc_fragment((16, 128), T.float32)
+            y = T.alloc_fragment((16,), T.float32)
+            T.copy(X[bx * 16, 0], x)
+            T.reduce_sum(x, y, dim=1)
+            T.copy(y, Y[bx * 16])
+
+    return main
+
+
+@pytest.fixture
+def no_cache(monkeypatch):
+    monkeypatch.setattr(config, "DISABLE_CACHE", True)
+    monkeypatch.setattr(config, "DUMP_IR", None)
+
+
+def test_target_is_plain_data():
+    t = resolve_target("sm_80")
+    assert dataclasses.is_dataclass(t) and not hasattr(t, "build")
+    assert (t.arch, t.warp_size, t.has_cp_async, t.has_tma, t.has_wgmma) == ("sm_80", 32, True, False, False)
+    assert resolve_target("sm_90a").has_wgmma and resolve_target("sim").has_tma
+    assert not resolve_target("interp").has_cp_async
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.arch = "sm_90a"
+
+
+def test_build_picks_the_backend(no_cache):
+    program = build_prim_func(reduce_kernel(), [1])
+    assert isinstance(compiler.build(program, resolve_target("interp"), {}), InterpBackend)
+    assert isinstance(compiler.build(program, resolve_target("sim"), {}), SimBackend)
+    assert isinstance(compiler.build(program, resolve_target("sm_80"), {}), CudaBackend)
+
+
+@pytest.mark.parametrize("target", ["sim", "sm_90a"])
+def test_get_ir_prints_the_kept_stages_without_running_a_pass(no_cache, monkeypatch, target):
+    kernel = tilec.compile(reduce_kernel(), out_idx=[1], target=target)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("get_ir ran a pass again")
+
+    monkeypatch.setattr(lower, "run_tile_passes", refuse)
+    monkeypatch.setattr(lower, "lower_to_thread", refuse)
+    tile_opt, thread = kernel.get_ir("tile-opt"), kernel.get_ir("thread")
+    assert "tile.reduce" in tile_opt and "#tile.fragment" in tile_opt
+    assert "nvvm.kernel" in thread and "tile.reduce" not in thread
+    assert "tile.reduce" in kernel.get_ir("tile") and "#tile.fragment" not in kernel.get_ir("tile")
+
+
+def test_the_kept_tile_opt_module_is_the_one_before_conversion(no_cache):
+    lowered = lower.lower_to_thread(build_prim_func(reduce_kernel(), [1]), resolve_target("sm_90a"), {})
+    assert lowered.tile_opt is not lowered.thread
+    assert lowered.stage("tile-opt") == lower.Lowered(lowered.tile_opt, None, None, 0).stage("tile-opt")
+    assert "smem_bytes" in lowered.stage("tile-opt") and 0 <= lowered.planned_smem <= lowered.spec.smem_bytes
+
+
+def test_lowering_scratch_over_the_budget_is_refused_at_the_kernel(no_cache, monkeypatch):
+    real = lower.lower_to_thread
+
+    def with_scratch(program, target, configs, **kw):
+        lowered = real(program, target, configs, **kw)
+        lowered.spec.smem_bytes = lowered.planned_smem + 240_000
+        return lowered
+
+    monkeypatch.setattr(lower, "lower_to_thread", with_scratch)
+    prim = reduce_kernel()
+    with pytest.raises(TilecError, match=r"more than the 166912 a block may use on sm_80: \d+ bytes of shared buffers "
+                                         r"and 240000 bytes of exchange scratch") as info:
+        tilec.compile(prim, out_idx=[1], target="sm_80")
+    assert info.value.loc.line == prim.fn.__code__.co_firstlineno + 2  # the T.Kernel line
+    with pytest.raises(TilecError, match="exchange scratch"):
+        tilec.compile(prim, out_idx=[1], target="sim")
+
+
+# --------------------------------------------------------------------------- #
+# The launch ABI's argument kinds
+# --------------------------------------------------------------------------- #
+
+
+def test_every_consumer_dispatches_through_the_argument_kinds():
+    grid = launch.GridExpr([["const", 1]], [0])
+    spec = launch.LaunchSpec("k", (32, 1, 1), 0, grid, [("tensor", 0), ("size", "N")])
+    again = launch.LaunchSpec.from_json(spec.to_json())
+    assert again == spec and again.is_well_formed(1)
+    assert not launch.LaunchSpec("k", (32, 1, 1), 0, grid, [("tensor", 1)]).is_well_formed(1)  # no param 1
+    assert not launch.LaunchSpec("k", (32, 1, 1), 0, grid, [("texture", 0)]).is_well_formed(1)  # unknown kind
+    data = json.loads(spec.to_json())
+    data["args"].append(["texture", 0])
+    assert not launch.LaunchSpec.from_json(json.dumps(data)).is_well_formed(1)
+
+
+def test_a_new_argument_kind_is_one_registered_class(monkeypatch):
+    monkeypatch.setattr(launch, "ARG_KINDS", dict(launch.ARG_KINDS))
+
+    @launch.arg_kind("scaled")
+    class Scaled(launch.ArgKind):  # a made-up kind: a size times a factor, stored as {"size", "by"}
+        @staticmethod
+        def valid(value, n_params):
+            return isinstance(value, tuple) and isinstance(value[0], str) and launch.is_int(value[1])
+
+        @staticmethod
+        def gpu_value(value, tensors, sizes, backend):
+            return sizes[value[0]] * value[1]
+
+        @staticmethod
+        def host_value(value, arrays, sizes):
+            return sizes[value[0]] * value[1]
+
+        @staticmethod
+        def describe(value, params):
+            return f"{value[0]} * {value[1]}: int64"
+
+        @staticmethod
+        def manifest(value):
+            return {"size": value[0], "times": value[1]}
+
+        @staticmethod
+        def to_json(value):
+            return {"size": value[0], "by": value[1]}
+
+        @staticmethod
+        def from_json(data):
+            return (data["size"], data["by"])
+
+    import tilec.compiler.cuda_backend as cb
+
+    monkeypatch.setattr(cb, "ARG_KINDS", launch.ARG_KINDS)
+    spec = launch.LaunchSpec("k", (32, 1, 1), 0, launch.GridExpr([["const", 1]], [0]),
+                             [("size", "N"), ("scaled", ("N", 4))])
+    again = launch.LaunchSpec.from_json(spec.to_json())
+    assert again.args == spec.args and again.is_well_formed(0)
+    backend = object.__new__(CudaBackend)
+    backend.spec, backend._packers = again, None
+    assert backend.kernel_args({}, {"N": 10}) == [10, 40]
+    assert [launch.ARG_KINDS[k].manifest(v) for k, v in again.args] == [{"size": "N"}, {"size": "N", "times": 4}]
+    with pytest.raises(AssertionError, match="registered twice"):
+        launch.arg_kind("scaled")(Scaled)
+
+
+def test_a_hand_made_target_has_only_the_facts_it_is_given():
+    assert Target("x", "cuda", "sm_80").has_cp_async is False  # the arch string is not parsed again

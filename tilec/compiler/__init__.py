@@ -1,0 +1,40 @@
+"""The compile driver: from a KernelProgram (the frontend's tile IR and calling convention) to
+a backend that runs it on one Target.
+
+    build(program, target, pass_configs) -> InterpBackend | SimBackend | CudaBackend
+
+    kernel_program.py  KernelProgram, Param: what the frontend hands the compiler
+    pass_configs.py    every pass_configs key tilec accepts, and its fate (honoured, n/a, refused)
+    pass_list.py       which tile passes run, in which order, per target
+    lower.py           tile passes + convert-tile-to-thread; every stage's module kept (`Lowered`)
+    checks.py          one T.Kernel per CUDA launch; shared memory (the planner's budget check, reused)
+    launch.py          the launch ABI: grid, block, shared memory and the argument kinds
+    cuda_build.py      the CUDA build: cache key → lowering → LLVM → PTX → ptxas → cache entry
+    cache_entry.py     that build's cache entry, written and read back field by field
+    cache.py           the content-addressed disk cache, and the memo that skips the frontend
+    cpu_backends.py    InterpBackend (targets/interp on the tile IR), SimBackend (thread IR on the CPU)
+    cuda_backend.py    CudaBackend: a CudaBuild launched on the GPU (loaders in targets/cuda)
+
+Light on import (no xDSL, no LLVM at module load anywhere in this package but lower.py's
+functions): a process whose kernels all come from the cache loads only what launching needs.
+"""
+
+from __future__ import annotations
+
+
+def build(program, target, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None):
+    """The backend that runs `program` on `target`, built (or taken from the cache) now."""
+    if target.kind == "interp":
+        from tilec.compiler.cpu_backends import InterpBackend
+
+        return InterpBackend(program)
+    from tilec.compiler.checks import check_one_kernel
+
+    check_one_kernel(program, target)
+    if target.kind == "sim":
+        from tilec.compiler.cpu_backends import SimBackend
+
+        return SimBackend(program, target, pass_configs)
+    from tilec.compiler.cuda_backend import CudaBackend
+
+    return CudaBackend(program, target, pass_configs, execution_backend=execution_backend, build_key=build_key)

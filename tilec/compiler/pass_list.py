@@ -1,0 +1,39 @@
+"""Which tile-level passes run, in which order, for each target (STYLE 6: one function per
+target, a "why here" comment on each pass).
+
+The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
+(`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
+passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`; see pass_configs.py) decide which passes run and with which options.
+"""
+
+from __future__ import annotations
+
+
+def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
+    """The tile-level passes for an NVIDIA target (and for "sim", which lowers for sm_90a), in order."""
+    from tilec.passes.canonicalize import tile as _  # noqa: F401 - canonicalization patterns load lazily
+    from tilec.passes.tile_infer_layout import TileInferLayoutPass
+    from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
+    from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
+    from tilec.passes.tile_pipeline import TilePipelinePass
+    from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
+    from tilec.passes.tile_select_mma import TileSelectMmaPass
+
+    from tilec.passes.tile_warp_specialize import TileWarpSpecializePass
+
+    configs = pass_configs or {}
+    # mma.sync m16n8k16 and cp.async both come with sm_80: `has_cp_async` stands for both.
+    mma = target.has_cp_async and configs.get("tilec.enable_mma", True)
+    wgmma = target.has_wgmma and configs.get("tilec.enable_wgmma", True) and not configs.get("tl.disable_wgmma")
+    specialize = wgmma and target.has_tma and not configs.get("tl.disable_warp_specialized") and \
+        not configs.get("tl.disable_tma_lower")
+    return [
+        TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
+        *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)] if mma else []),  # tensor cores
+        *([TileWarpSpecializePass()] if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
+        *([TilePipelinePass()] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
+        TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
+        TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, THE shared-memory budget check
+        TileInsertBarriersPass(),  # order shared-memory accesses of different threads
+    ]
