@@ -34,14 +34,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilec.dialects import tile
 
-from ._analysis import constant_value
+from ._analysis import constant_value, value_range
 from .loop_stages import Builder, StagedCopy, clone_slice, pure, staged_copy, writes_global
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
@@ -214,6 +214,8 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Non
     release.ops.append(scf.YieldOp())
     tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
     Rewriter.insert_op(tail.ops, InsertPoint.before(body.last_op))
+    for c in dict.fromkeys(g.c for g in gemms):
+        _drop_zero_fill(loop, c, [g for g in gemms if g.c is c])
     waits = [tile.GemmWaitOp(c, 0) for c in dict.fromkeys(g.c for g in gemms)]
     Rewriter.insert_op(waits, InsertPoint.after(loop))
     loop.properties["kind"] = StringAttr("serial")
@@ -232,6 +234,31 @@ def _stays(op: Operation, body: Block) -> bool:
         return False
     return all(not isinstance(v.owner, Operation) or v.owner.parent_block() is not body or _stays(v.owner, body)
                for v in op.operands)
+
+
+def _runs_once_at_least(loop: tile.ForOp) -> bool:
+    lb, ub = value_range(loop.lb), value_range(loop.ub)
+    return lb is not None and ub is not None and lb[1] < ub[0]
+
+
+def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> None:
+    """`tile.fill c, 0.0` right before the loop, whose one gemm into c is the first op of the loop
+    to touch c: the fill goes, and that gemm starts from D = A·B in the first iteration
+    (`zero_on_entry`). Zeros that ptxas would move into the accumulator registers between the
+    wgmmas would make it insert a warpgroup.arrive (C7519) in every iteration."""
+    prev = loop.prev_op
+    if len(gemms) != 1 or not isinstance(prev, tile.FillOp) or prev.dst is not c or not _runs_once_at_least(loop):
+        return
+    value = prev.value.owner
+    if not (isinstance(value, arith.ConstantOp) and getattr(value.value, "value", None) is not None
+            and value.value.value.data == 0.0):
+        return
+    gemm = gemms[0]
+    first_use = next(op for op in loop.body.walk() if any(v is c for v in op.operands))
+    if first_use is not gemm or gemm.parent_op() is not loop or gemm.clear_accum.value.data:
+        return
+    Rewriter.erase_op(prev)
+    gemm.attributes["zero_on_entry"] = UnitAttr()
 
 
 def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:

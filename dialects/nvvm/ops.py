@@ -350,7 +350,8 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 
     The result holds the thread's N/2 f32 accumulators (the layout of HOPPER_KERNELS.md §1.4).
     With `inouts` (the accumulators so far) it computes D = A·B + D (scale-d 1); without, D =
-    A·B. `layoutA = row` / `layoutB = col` read K-major tiles (imm-trans 0); `col` / `row`
+    A·B; with `scaleD` as well, D = A·B + D where it is true and D = A·B where it is false (the
+    first k-step of a loop whose accumulator starts at zero). `layoutA = row` / `layoutB = col` read K-major tiles (imm-trans 0); `col` / `row`
     read M-major A / N-major B (imm-trans 1). The result is not ready before a
     `wgmma.wait.group` that covers its commit group.
     """
@@ -359,14 +360,18 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     descriptorA = operand_def()  # i64 descriptor (SS), or the RS form's A registers: !llvm.struct<(i32 x 4)>
     descriptorB = operand_def(i64)
     inouts = opt_operand_def(LLVMStructType)
+    scaleD = opt_operand_def(i1)  # with inouts: accumulate only where true (false: D = A·B, the inputs ignored)
     shape = prop_def(MMAShapeAttr)
     typeA = prop_def(MMATypeAttr)
     typeB = prop_def(MMATypeAttr)
     layoutA = prop_def(MMALayoutAttr)
     layoutB = prop_def(MMALayoutAttr)
     res = result_def(LLVMStructType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def verify_(self) -> None:
+        if self.scaleD is not None and self.inouts is None:
+            raise VerifyException(f"{self.name}: scaleD needs the accumulator inputs (inouts)")
         m, n, k = self.shape.m.data, self.shape.n.data, self.shape.k.data
         if m != 64 or k != 16 or n not in WGMMA_N:
             raise VerifyException(f"{self.name}: the shape must be m64nNk16 with N a multiple of 8 up to 256, "

@@ -206,7 +206,9 @@ class WarpSpecializeOp(IRDLOperation):
 
     ```mlir
     tile.warp_specialize producer {
+      tile.barrier
     } consumer {
+      tile.barrier
     } {producer_threads = 128 : i64, producer_regs = 40 : i64, consumer_regs = 232 : i64}
     ```
     """

@@ -57,6 +57,14 @@ def _zero_filled_before(op: tile.GemmOp) -> bool:
     return False
 
 
+def _after_first_iteration(L: Lowerer, op: tile.GemmOp) -> SSAValue:
+    """`i1`: the enclosing loop is past its first iteration (the accumulator holds partial sums)."""
+    loop = op.parent_op()
+    while not isinstance(loop, tile.ForOp):
+        loop = loop.parent_op()
+    return L.emit(arith.CmpiOp(L.ssa(L.val(loop.induction_var)), L.ssa(L.val(loop.lb)), "ne")).results[0]
+
+
 def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
     """C += A @ B with wgmma.mma_async m64nNk16, A and B read by the tensor cores from shared memory.
 
@@ -99,14 +107,17 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     accs: list[SSAValue | None] = [None] * reps
     if not (op.clear_accum.value.data or _zero_filled_before(op)):
         accs = [pack([L.frag_load(c, r * per_thread + i) for i in range(per_thread)]) for r in range(reps)]
+    # tile-warp-specialize dropped the zero fill before the loop: its first iteration starts from D = A·B
+    accumulate = _after_first_iteration(L, op) if "zero_on_entry" in op.attributes else None
     L.emit(nvvm.WgmmaFenceAlignedOp())
     for ks in range(0, k, 16):
         desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)
         for r in range(reps):
             desc_a = _descriptor(L, a, [L.add(group_row, 64 * r), ks], 16, 8 * a_row_bytes)
-            operands = [desc_a, desc_b] + ([accs[r]] if accs[r] is not None else [])
-            accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.create(operands=operands, result_types=[struct],
-                                                         properties=dict(props))).results[0]
+            scale = [accumulate] if accumulate is not None and ks == 0 else []
+            accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.build(
+                operands=[desc_a, desc_b, [accs[r]] if accs[r] is not None else [], scale], result_types=[struct],
+                properties=dict(props))).results[0]
     L.emit(nvvm.WgmmaCommitGroupSyncAlignedOp())
     pending = in_flight.value.data if in_flight is not None else 0  # groups left running (the newest)
     wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,

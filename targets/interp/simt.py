@@ -161,7 +161,10 @@ def _alloca(op, c):
     count, dtype = typ.get_shape()[0], numpy_dtype(typ.element_type)
 
     def run(st):
-        st.env[r] = Memory(np.zeros((_lanes(st), count), dtype), "per-thread", per_thread=True)
+        # registers start out as garbage on the GPU: NaN here, so that a read before the first
+        # write shows in the result instead of passing as a zero
+        fill = np.nan if dtype.kind == "f" else 0
+        st.env[r] = Memory(np.full((_lanes(st), count), fill, dtype), "per-thread", per_thread=True)
 
     return run
 
@@ -460,6 +463,9 @@ def _wgmma(op, c):
         acc = None
         if op.inouts is not None:
             acc = np.stack([np.broadcast_to(v, (lanes,)).astype(np.float32) for v in st.env[op.inouts]], axis=1)
+        if op.scaleD is not None:  # a run-time scale-d: false ignores the inputs (D = A·B)
+            keep = np.broadcast_to(np.asarray(st.env[op.scaleD], bool), (lanes,))
+            acc = np.where(keep[:, None], acc, np.float32(0))
         raw = st.shared.array
         out = np.zeros((lanes, n // 2), np.float32) if acc is None else acc.copy()
         t = np.arange(128)

@@ -194,8 +194,13 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
         b_at, trans = first + 4, f"{trans_b}"
     else:
         a_text, b_at, trans = f"${first}", first + 1, f"{trans_a}, {trans_b}"
+    scale = str(int(op.inouts is not None))
+    if op.scaleD is not None:  # a run-time predicate ("b": an i1 in a .pred register)
+        args.append(t.get(op.scaleD))
+        constraints.append("b")
+        scale = f"${len(args) + outs - 1}"
     text = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{regs}}}, {a_text}, ${b_at}, "
-            f"{int(op.inouts is not None)}, 1, 1, {trans};")
+            f"{scale}, 1, 1, {trans};")
     ret = ir.LiteralStructType([ir.FloatType()] * outs)
     t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
 

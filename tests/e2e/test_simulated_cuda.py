@@ -59,7 +59,9 @@ def test_case_assembles_for_sm_90a(case, ptxas):
 
 @pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
 def test_tensor_core_gemm_on_the_simulator(case):
-    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": True}, expect_ir="nvvm.mma.sync")
+    """mma.sync (the sm_80 path; sm_90a chooses wgmma unless it is turned off)."""
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": True, "tilec.enable_wgmma": False},
+             expect_ir="nvvm.mma.sync")
 
 
 @pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
@@ -108,28 +110,49 @@ def test_swizzled_gemm_assembles(case, ptxas):
 @pytest.mark.parametrize("mma", [False, True], ids=["simt", "mma"])
 @pytest.mark.parametrize("case", PIPELINE_CASES, ids=[c.name for c in PIPELINE_CASES])
 def test_pipelined_gemm_on_the_simulator(case, mma):
-    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": mma}, expect_ir="nvvm.cp.async.shared.global")
+    """cp.async stages (tile-pipeline): the sm_80 path, and sm_90a's with warp specialization off."""
+    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": mma, "tl.disable_warp_specialized": True},
+             expect_ir="nvvm.cp.async.shared.global")
 
 
 @pytest.mark.parametrize("case", PIPELINE_CASES, ids=[c.name for c in PIPELINE_CASES])
 def test_pipelined_gemm_assembles(case, ptxas):
-    ptx, report, name = assemble_case(case)
+    ptx, report, name = assemble_case(case, "sm_80")
     assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
     assert re.search(r"cp\.async\.wait_group\s+[1-9]", ptx), "the loop waits for all but the stages in flight"
     assert not report.kernels[name].spills
 
 
+_NO_WS = {"tl.disable_warp_specialized": True}
+
+
+@pytest.mark.parametrize("specialized", [True, False], ids=["ws", "cp_async"])
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
-def test_wgmma_gemm_on_the_simulator(case):
-    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_wgmma": True}, expect_ir="nvvm.wgmma.mma_async")
+def test_wgmma_gemm_on_the_simulator(case, specialized):
+    """wgmma (the sm_90a default): TMA loads by a producer warpgroup, or cp.async stages."""
+    run_case(case, "sim", "cpu", pass_configs={} if specialized else _NO_WS,
+             expect_ir="nvvm.cp.async.bulk.tensor" if specialized else "nvvm.wgmma.mma_async")
 
 
 @pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
 def test_wgmma_gemm_assembles(case, ptxas):
-    ptx, report, name = assemble_case(case, configs={"tilec.enable_wgmma": True})
+    ptx, report, name = assemble_case(case, configs=_NO_WS)
     assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "fence.proxy.async.shared::cta" in ptx
     assert not report.kernels[name].spills
     assert "C75" not in report.log, report.log  # no wgmma serialization warnings
+
+
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
+def test_warp_specialized_gemm_assembles(case, ptxas):
+    """TMA into the stages, mbarriers, setmaxnreg per role, wgmma with one group in flight."""
+    ptx, report, name = assemble_case(case)
+    for text in ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                 "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity", "setmaxnreg.dec.sync.aligned.u32",
+                 "setmaxnreg.inc.sync.aligned.u32", "wgmma.wait_group.sync.aligned 1;", ".maxntid"):
+        assert text in ptx, text
+    assert "fence.proxy.async" not in ptx  # TMA writes in the async proxy: no fence before the wgmmas
+    assert not report.kernels[name].spills
+    assert "C75" not in report.log, report.log  # setmaxnreg honoured (C7508), wgmma not serialized
 
 
 def _clear_then_gemm():

@@ -177,8 +177,8 @@ func.func @atomics(%C: !tile.tensor<64xf32>) {
 // CHECK:       tile.annotate_layout %{{.*}} {layout = #tile.swizzle<32>}
 // CHECK:       tile.barrier
 // CHECK:       %[[B:.*]] = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier
-// CHECK:       tile.mbarrier_arrive %[[B]]
-// CHECK:       tile.mbarrier_wait_parity %[[B]], %{{.*}}
+// CHECK:       tile.mbarrier_arrive %[[B]] : !tile.mbarrier
+// CHECK:       tile.mbarrier_wait_parity %[[B]], %{{.*}} : !tile.mbarrier
 // CHECK:       tile.thread_id {dim = 1 : i64}
 // CHECK:       tile.print {msg = "here"}
 // CHECK:       tile.print %{{.*}} : f32 {msg = "v"}
@@ -199,8 +199,8 @@ func.func @annotations_and_sync() {
     tile.annotate_layout %s32 {layout = #tile.swizzle<32>} : !tile.buffer<16x16xf16, shared>
     tile.barrier
     %b = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier
-    tile.mbarrier_arrive %b
-    tile.mbarrier_wait_parity %b, %c0
+    tile.mbarrier_arrive %b : !tile.mbarrier
+    tile.mbarrier_wait_parity %b, %c0 : !tile.mbarrier
     %tx = tile.thread_id {dim = 1 : i64}
     tile.print {msg = "here"}
     tile.print %v : f32 {msg = "v"}

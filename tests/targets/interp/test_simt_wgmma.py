@@ -74,8 +74,8 @@ func.func @k(%tiles: memref<?xf16>, %out: memref<?xf32>, %da: i64, %db: i64, %dc
   }}
   nvvm.barrier0
   nvvm.wgmma.fence.aligned
-  %d0 = "nvvm.wgmma.mma_async"(%da, %db) <{{shape = #nvvm.shape<m = 64, n = {n}, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>}}> : (i64, i64) -> {struct}
-  %d1 = "nvvm.wgmma.mma_async"(%dc, %db, %d0) <{{shape = #nvvm.shape<m = 64, n = {n}, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>}}> : (i64, i64, {struct}) -> {struct}
+  %d0 = "nvvm.wgmma.mma_async"(%da, %db) <{{shape = #nvvm.shape<m = 64, n = {n}, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}}> : (i64, i64) -> {struct}
+  %d1 = "nvvm.wgmma.mma_async"(%dc, %db, %d0) <{{shape = #nvvm.shape<m = 64, n = {n}, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>, operandSegmentSizes = array<i32: 1, 1, 1, 0>}}> : (i64, i64, {struct}) -> {struct}
   nvvm.wgmma.commit.group.sync.aligned
   %d = "nvvm.wgmma.wait.group.sync.aligned"(%d1) <{{group = 0 : i64}}> : ({struct}) -> {struct}
   %cw = arith.constant {n // 2} : index

@@ -99,8 +99,8 @@ RS = f"""
                     initial_value, alignment = 1024 : i64}}> : () -> ()
 func.func @rs(%a: {REGS}, %desc: i64, %out: memref<?xf32>) attributes {{nvvm.maxntid = array<i32: 128, 1, 1>}} {{
   nvvm.wgmma.fence.aligned
-  %d0 = "nvvm.wgmma.mma_async"(%a, %desc) <{{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>}}> : ({REGS}, i64) -> {STRUCT}
-  %d1 = "nvvm.wgmma.mma_async"(%a, %desc, %d0) <{{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>}}> : ({REGS}, i64, {STRUCT}) -> {STRUCT}
+  %d0 = "nvvm.wgmma.mma_async"(%a, %desc) <{{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}}> : ({REGS}, i64) -> {STRUCT}
+  %d1 = "nvvm.wgmma.mma_async"(%a, %desc, %d0) <{{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>, operandSegmentSizes = array<i32: 1, 1, 1, 0>}}> : ({REGS}, i64, {STRUCT}) -> {STRUCT}
   nvvm.wgmma.commit.group.sync.aligned
   %d = "nvvm.wgmma.wait.group.sync.aligned"(%d1) <{{group = 0 : i64}}> : ({STRUCT}) -> {STRUCT}
   %v = "llvm.extractvalue"(%d) <{{position = array<i64: 5>}}> : ({STRUCT}) -> f32
