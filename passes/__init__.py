@@ -44,6 +44,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dce": _dce,
     "tile-legalize-bounds": _lazy("tile_legalize_bounds", "TileLegalizeBoundsPass"),
     "tile-select-mma": _lazy("tile_select_mma", "TileSelectMmaPass"),
+    "tile-warp-specialize": _lazy("tile_warp_specialize", "TileWarpSpecializePass"),
+    "tile-stage-epilogue": _lazy("tile_stage_epilogue", "TileStageEpiloguePass"),
     "tile-pipeline": _lazy("tile_pipeline", "TilePipelinePass"),
     "tile-infer-layout": _lazy("tile_infer_layout", "TileInferLayoutPass"),
     "tile-plan-shared-memory": _lazy("tile_plan_shared_memory", "TilePlanSharedMemoryPass"),

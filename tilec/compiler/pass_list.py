@@ -20,6 +20,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
     from tilec.passes.tile_select_mma import TileSelectMmaPass
 
+    from tilec.passes.tile_stage_epilogue import TileStageEpiloguePass
     from tilec.passes.tile_warp_specialize import TileWarpSpecializePass
 
     configs = pass_configs or {}
@@ -32,6 +33,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)] if mma else []),  # tensor cores
         *([TileWarpSpecializePass()] if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
+        *([TileStageEpiloguePass(limit=target.smem_per_block)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass()] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, THE shared-memory budget check

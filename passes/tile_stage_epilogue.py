@@ -1,0 +1,81 @@
+"""Store a warp-specialized gemm's result through shared memory: coalesced 16-byte stores.
+
+Requires: tile-warp-specialize; runs before tile-infer-layout and tile-plan-shared-memory.
+Establishes: in the consumer region of a `tile.warp_specialize`, a top-level `tile.copy` of a
+  wgmma accumulator fragment into a global region becomes a copy into a new shared tile of the
+  destination's element type (128-byte swizzle: the fragment's rows land in different banks)
+  and a copy of that tile into the region. The fragment's layout gives each thread pairs of a
+  row (4-byte stores, scattered over 8 rows per warp); the shared tile is then read 16 bytes a
+  thread and stored row-contiguous, a warp writing 512 bytes at a time. The planner may give
+  the tile the bytes of the pipeline stages, which the loop has finished with.
+Fails: never; a copy whose tile would not fit the target's shared memory stays direct.
+
+    tile.copy %C_f, %c : !tile.buffer<128x256xf32, fragment>, !tile.tensor<128x256xf16>
+  becomes
+    %C_s = tile.alloc {swizzle = 128} : !tile.buffer<128x256xf16, shared>
+    tile.copy %C_f, %C_s
+    tile.copy %C_s, %c
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tilec.dialects import tile
+
+__all__ = ["TileStageEpiloguePass"]
+
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+
+
+def _accumulators(region_block) -> set:
+    return {op.c for op in region_block.walk() if isinstance(op, tile.GemmOp)
+            and op.attributes.get("mma") == StringAttr("wgmma")}
+
+
+def _stage(copy: tile.CopyOp, limit: int) -> None:
+    src, dst = copy.src.type, copy.dst.type
+    esize = _BYTES.get(str(dst.element_type))
+    if esize is None or src.rank != 2 or dst.rank != 2 or src.shape != dst.shape:
+        return
+    if math.prod(dst.shape) * esize > limit // 2:  # leave room: the planner must still fit the kernel
+        return
+    row_bytes = dst.shape[-1] * esize
+    alloc = tile.AllocOp(tile.BufferType(dst.shape, dst.element_type, "shared"))
+    alloc.result.name_hint = f"{copy.src.name_hint or 'acc'}_out"
+    if row_bytes % 128 == 0:
+        alloc.attributes["swizzle"] = IntegerAttr(128, i64)
+    alloc.location = copy.location
+    into = tile.CopyOp(copy.src, alloc.result)
+    out = tile.CopyOp(alloc.result, copy.dst)
+    into.location = out.location = copy.location
+    kernel = copy.parent_op()
+    while not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    first = kernel.body.block.first_op
+    Rewriter.insert_op(alloc, InsertPoint.before(first))  # allocations live at the kernel's top level
+    Rewriter.replace_op(copy, [into, out])
+
+
+@dataclass(frozen=True)
+class TileStageEpiloguePass(ModulePass):
+    """Store a warp-specialized gemm's result through shared memory: coalesced 16-byte stores."""
+
+    name = "tile-stage-epilogue"
+
+    limit: int = 232448
+    """Bytes of shared memory a block may use."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for ws in [w for w in op.walk() if isinstance(w, tile.WarpSpecializeOp)]:
+            block = ws.consumer.block
+            accs = _accumulators(block)
+            for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
+                if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):
+                    _stage(copy, self.limit)
