@@ -311,7 +311,7 @@ def atomic(d) -> Program:
             prog.load(X2, [Off.const(0), Off.const(0)], x)
             sp = Space((t0, t1), sp.g, sp.n)
         prog.tensor("Out", (t1,), out_dt, "acc")
-        e = expression(d, [tile_leaf(x, ("i", "j"))], d.int(0, 2))
+        e = expression(d, [tile_leaf(x, ("i", "j"), exact=convert_unit(X.dtype, x.dtype) == 0)], d.int(0, 2))
         if kind == "add" and d.chance(0.15) and not avoid("invariant_atomic_in_parallel"):
             e = Expr("1.0", "float32", 1.0, lambda env: R(np.ones(sp.t), np.ones(sp.t), 0.0))  # counts iterations
         prog.emit(f"for i, j in T.Parallel({t0}, {t1}):")
