@@ -133,8 +133,9 @@ def block_slices(sp: Space, env, extents=None):
     return clip(sp.offsets(env), ext, sp.n)
 
 
-def tile_leaf(tile: Tile, vars_: tuple[str, ...], exact: bool = True, bound: float = 3.0) -> Leaf:
-    """`x[i, j]` for a tile of the loop's shape (or a broadcast `y[i]` of a lower-rank tile)."""
+def tile_leaf(tile: Tile, vars_: tuple[str, ...], exact: bool = False, bound: float = 3.0) -> Leaf:
+    """`x[i, j]` for a tile of the loop's shape (or a broadcast `y[i]` of a lower-rank tile).
+    `exact`: the tile holds input values unrounded (so a comparison on it is exact)."""
     return Leaf(f"{tile.name}[{', '.join(vars_)}]", tile.dtype, bound, lambda env: env.tiles[tile.name], exact)
 
 

@@ -66,7 +66,7 @@ def _ew(d, prog: Program, st: _State) -> None:
         W = prog.tensor(prog.fresh("W"), t.shape, d.choice(DTYPES), "in")
         w = prog.alloc(d.choice(("fragment", "shared")), t.shape, d.choice(DTYPES))
         prog.load(W, [_zero(), _zero()], w)
-        leaves.append(tile_leaf(w, ("i", "j")))
+        leaves.append(tile_leaf(w, ("i", "j"), exact=convert_unit(W.dtype, w.dtype) == 0))
     e = expression(d, leaves, d.int(1, 3))
     out = t if d.chance(0.6) else prog.alloc("fragment", t.shape, d.choice(("float32", "float16")))
     parallel_assign(prog, t.shape, f"{out.name}[i, j]", e, write_tile(out, e.dtype))

@@ -55,19 +55,33 @@ def _gemm_threads(d, engine: str):
     return threads(d)
 
 
+def _canonical_wgmma(d) -> tuple[int, int, int, int]:
+    """Tiles and threads that wgmma takes (m64 rows per warpgroup, K-major A of 32-128 bytes
+    rows, n a multiple of 16): most wgmma cases, so the path is exercised, not declined."""
+    threads_ = d.choice((128, 128, 256))
+    bm = 64 * (threads_ // 128) * d.choice((1, 1, 2))
+    bn = d.choice((16, 32, 64, 128) if bm == 64 else (16, 32, 64))
+    return bm, bn, d.choice((16, 32, 64)), threads_
+
+
 def gemm(d) -> Program:
     engine = d.choice(("mma", "mma_on", "simt", "wgmma"))
     dt = d.choice(("float16", "bfloat16"))
     if engine == "simt" and d.chance(0.3):
         dt = "float32"
-    bm, bn, bk = _tiles(d, engine)
+    canonical = engine == "wgmma" and d.chance(0.7)
+    if canonical:
+        bm, bn, bk, threads_ = _canonical_wgmma(d)
+    else:
+        bm, bn, bk = _tiles(d, engine)
+        threads_ = _gemm_threads(d, engine)
     gm, gn, kiters = d.int(1, 2), d.int(1, 2), d.choice((1, 1, 2, 3, 4))
     M = gm * bm - (d.int(0, bm - 1) if d.chance(0.6) else 0)
     N = gn * bn - (d.int(0, bn - 1) if d.chance(0.6) else 0)
     K = kiters * bk - (d.int(0, bk - 1) if d.chance(0.5) else 0)
-    ta, tb = d.chance(0.3), d.chance(0.4)
-    prog = Program("gemm", _gemm_threads(d, engine), (gn, gm), ENGINES[engine])
-    prog.tag("engine", engine)
+    ta, tb = (False if canonical else d.chance(0.3)), d.chance(0.4)
+    prog = Program("gemm", threads_, (gn, gm), ENGINES[engine])
+    prog.tag("engine", engine + ("_canonical" if canonical else ""))
     if d.chance(0.15):  # block rasterization: the blocks' indices are permuted, the result is not
         prog.emit(d.choice(("T.use_swizzle(2)", "T.use_swizzle(panel_size=4)", "T.use_swizzle(2, order=\"col\")")))
         prog.tag("use_swizzle", True)
@@ -81,12 +95,12 @@ def gemm(d) -> Program:
     init = d.choice(("clear", "fill", "bias", "clear_accum")) if d.chance(0.4) else "clear"
     if init == "bias":
         prog.tensor("Cin", (M, N), d.choice(DTYPES), "in")
-    a = prog.alloc("fragment" if d.chance(0.2) else "shared", (bk, bm) if ta else (bm, bk), dt, "a")
-    b_frag = d.chance(0.1) and not (a.scope == "fragment" and avoid("gemm_fragment_a_and_b"))
+    a = prog.alloc("fragment" if d.chance(0.2) and not canonical else "shared", (bk, bm) if ta else (bm, bk), dt, "a")
+    b_frag = d.chance(0.1) and not canonical and not (a.scope == "fragment" and avoid("gemm_fragment_a_and_b"))
     b = prog.alloc("fragment" if b_frag else "shared", (bn, bk) if tb else (bk, bn), dt, "b")
     c = prog.alloc("fragment", (bm, bn), c_dt, "c")
-    for t in (a, b):
-        maybe_swizzle(d, prog, t, 0.3)
+    for t in (a, b):  # (a hand-annotated swizzle makes the wgmma path decline: not in canonical cases)
+        maybe_swizzle(d, prog, t, 0.05 if canonical else 0.3)
     if init in ("clear", "fill"):
         fill(prog, c, 0.0)
     elif init == "bias":
@@ -311,7 +325,7 @@ def atomic(d) -> Program:
             prog.load(X2, [Off.const(0), Off.const(0)], x)
             sp = Space((t0, t1), sp.g, sp.n)
         prog.tensor("Out", (t1,), out_dt, "acc")
-        e = expression(d, [tile_leaf(x, ("i", "j"))], d.int(0, 2))
+        e = expression(d, [tile_leaf(x, ("i", "j"), exact=convert_unit(X.dtype, x.dtype) == 0)], d.int(0, 2))
         if kind == "add" and d.chance(0.15) and not avoid("invariant_atomic_in_parallel"):
             e = Expr("1.0", "float32", 1.0, lambda env: R(np.ones(sp.t), np.ones(sp.t), 0.0))  # counts iterations
         prog.emit(f"for i, j in T.Parallel({t0}, {t1}):")

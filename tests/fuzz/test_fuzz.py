@@ -77,7 +77,7 @@ def test_the_generator_covers_the_language():
     assert seen["dim"] == {0, 1, 2}
     assert seen["ndim"] == {1, 2, 3}
     assert {"cumsum", "cumsum_rev", "cummax", "cummax_rev"} <= seen["scan"]
-    assert seen["engine"] == {"mma", "mma_on", "simt", "wgmma"}
+    assert seen["engine"] == {"mma", "mma_on", "simt", "wgmma", "wgmma_canonical"}
     assert {f"{k}/{f}" for k in ("add", "max", "min") for f in ("tile", "rows")} <= seen["atomic"]
     assert {"pipelined0", "pipelined2", "pipelined4", "serial", "range"} <= seen["loop"]
     assert {"copy", "parallel", "shared", "reduce", "chain"} <= seen["epilogue"]

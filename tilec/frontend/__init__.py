@@ -21,11 +21,11 @@ from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
+from tilec.compiler.kernel_program import KernelProgram, Param
 from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.errors import SourceLoc, TilecError
-from tilec.language.program import AnnotationError, PrimFunc, Symbol, Tensor
-from tilec.program import KernelProgram, Param
+from tilec.language.structure import AnnotationError, PrimFunc, Symbol, Tensor
 
 from .codegen import Frame, KernelVisitor, parse_function
 from .semantic import Builder, describe

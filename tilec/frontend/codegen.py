@@ -21,11 +21,12 @@ from xdsl.ir import Block, Region
 
 from tilec import config
 from tilec.dialects import tile
+from tilec.dtypes import as_dtype
 from tilec.errors import SourceLoc, TilecError
-from tilec.language.program import Symbol
+from tilec.language.structure import Symbol, Tensor
 from tilec.source import parse_function
 
-from . import builtins as tb
+from . import calls
 from .semantic import Builder, describe, is_compile_time
 from .values import Access, Scalar, SliceIndex, TileRef, VarRef
 
@@ -322,7 +323,7 @@ class KernelVisitor(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise self.b.error("only names can be annotated in a kernel")
         name = node.target.id
-        if isinstance(annotation, tb.TensorSpecs):
+        if isinstance(annotation, Tensor):
             if node.value is not None:
                 raise self.b.error(f"tensor parameter `{name}` is bound by the caller; remove `= ...`")
             self.bind(name, self.program.declare_param(self, name, annotation))
@@ -331,7 +332,7 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error(f"annotation of `{name}` without a value",
                                hint="tensor parameters are annotated as `A: T.Tensor(shape, dtype)`")
         value = self.rvalue(self.visit(node.value))
-        if tb.as_dtype(annotation) is not None and not isinstance(value, TileRef):
+        if as_dtype(annotation) is not None and not isinstance(value, TileRef):
             value = self.b.cast(value, annotation) if isinstance(value, Scalar) else value
         self.bind(name, value)
 
@@ -359,12 +360,12 @@ class KernelVisitor(ast.NodeVisitor):
         iterable = node.iter
         if isinstance(iterable, ast.Call):
             func = self.visit(iterable.func)
-            if func is range or tb.builtin_name(func) in tb.LOOPS:
+            if func is range or calls.builtin_name(func) in calls.LOOPS:
                 args = []
                 for a in iterable.args:
                     args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
                 kwargs = {k.arg: self.visit(k.value) for k in iterable.keywords}
-                tb.emit_loop(self, node, "serial" if func is range else tb.builtin_name(func), args, kwargs)
+                calls.emit_loop(self, node, "serial" if func is range else calls.builtin_name(func), args, kwargs)
                 return
         values = self.visit(iterable)
         if not isinstance(values, list | tuple | range):
@@ -379,12 +380,12 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error("only `with T.Kernel(...) as ...:` is supported in kernels")
         item = node.items[0]
         func = self.visit(item.context_expr.func)
-        if tb.builtin_name(func) != "Kernel":
+        if calls.builtin_name(func) != "Kernel":
             raise self.b.error(f"`with {ast.unparse(item.context_expr.func)}(...)` is not supported",
                                hint="kernels open their grid with `with T.Kernel(grid..., threads=N) as bx:`")
         args = [self.rvalue(self.visit(a)) for a in item.context_expr.args]
         kwargs = {k.arg: self.visit(k.value) for k in item.context_expr.keywords}
-        tb.emit_kernel(self, node, item.optional_vars, args, kwargs)
+        calls.emit_kernel(self, node, item.optional_vars, args, kwargs)
 
     def visit_Return(self, node: ast.Return) -> None:
         value = None if node.value is None else self.visit(node.value)
@@ -487,7 +488,7 @@ class KernelVisitor(ast.NodeVisitor):
                 kwargs.update(self.visit(k.value))
             else:
                 kwargs[k.arg] = self.visit(k.value)
-        return tb.call(self, node, func, args, kwargs)
+        return calls.call(self, node, func, args, kwargs)
 
     def visit_Constant(self, node: ast.Constant):
         return node.value
@@ -497,13 +498,13 @@ class KernelVisitor(ast.NodeVisitor):
         if isinstance(base, Access | VarRef):
             base = self.rvalue(base)
         if isinstance(base, TileRef | Scalar):
-            return tb.attribute(self, base, node.attr)
+            return calls.attribute(self, base, node.attr)
         try:
             return getattr(base, node.attr)
         except AttributeError:
             if getattr(base, "__name__", "") in ("tilec.language", "tilelang.language"):
                 raise self.b.error(f"unknown name `T.{node.attr}` in the kernel language",
-                                   hint=tb.closest_language_name(node.attr)) from None
+                                   hint=calls.closest_language_name(node.attr)) from None
             raise self.b.error(f"{describe(base)} has no attribute `{node.attr}`") from None
 
     def visit_Subscript(self, node: ast.Subscript):

@@ -15,7 +15,7 @@ from .math import (
     abs, cast, ceil, ceildiv, cos, erf, exp, exp2, floor, if_then_else, infinity, log, log2, max, min,
     pow, rsqrt, sigmoid, sin, sqrt, tanh,
 )
-from .program import (
+from .structure import (
     Buffer, Kernel, Macro, PrimFunc, Symbol, Tensor, const, dynamic, empty, get_block_binding,
     get_thread_binding, macro, prim_func, symbolic,
 )

@@ -1,0 +1,21 @@
+"""IR building for the T.* builtins, one module per op family behind one call registry.
+
+    registry    `@handles` / `@handles_each`: which builder handles which builtin; `call()`
+                dispatches a call (builtins, macros, dtype casts, compile-time Python calls)
+    operands    shapes, dtypes, compile-time integers, regions of tiles
+    structure   T.const, T.empty, the T.Kernel launch, block and thread indices
+    alloc       shared / fragment / local buffers, T.alloc_var, barriers, reshape / view
+    copy        copy, tma_copy, fill, clear          gemm      T.gemm
+    reduce      reductions and scans                 atomic    T.atomic_*
+    math        scalar math                          sync      barriers, mbarriers
+    layout      swizzles and layout annotations      debug     T.print, T.device_assert
+    loops       T.Parallel, T.Pipelined and the sequential loops
+"""
+
+from . import alloc, atomic, copy, debug, gemm, layout, math, reduce, structure, sync  # noqa: F401  (builders register on import)
+from .loops import emit_loop
+from .registry import HANDLERS, LOOPS, attribute, builtin_name, call, closest_language_name, handles, handles_each
+from .structure import emit_kernel
+
+__all__ = ["HANDLERS", "LOOPS", "attribute", "builtin_name", "call", "closest_language_name", "emit_kernel",
+           "emit_loop", "handles", "handles_each"]

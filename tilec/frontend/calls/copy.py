@@ -1,0 +1,44 @@
+"""Data movement and initialization: `T.copy`, `T.tma_copy`, `T.fill`, `T.clear`."""
+
+from __future__ import annotations
+
+from tilec.dialects import tile
+
+from ..values import Access, TileRef
+from .operands import describe_, explicit_shape, region, require_kernel
+from .registry import handles
+
+
+@handles("copy")
+def copy(v, src, dst, **_):
+    require_kernel(v, "T.copy", whole_tiles=True)
+    src_shape, dst_shape = explicit_shape(v, src), explicit_shape(v, dst)
+    if src_shape is None and dst_shape is None:
+        raise v.b.error("T.copy between two single elements: neither side gives the region's shape",
+                        hint="give one side as a buffer or a slice")
+    s = region(v, src, dst_shape, "T.copy source")
+    d = region(v, dst, src_shape, "T.copy destination")
+    ss, ds = s.type.shape, d.type.shape
+    if tile.squeezed(ss) != tile.squeezed(ds):
+        raise v.b.error(f"T.copy shapes differ: src {ss} vs dst {ds}", hint="make both sides the same shape")
+    v.b.emit(tile.CopyOp(s, d))
+
+
+@handles("tma_copy")
+def tma_copy(v, src, dst, barrier):
+    copy(v, src, dst)
+
+
+@handles("fill")
+def fill(v, buffer, value):
+    require_kernel(v, "T.fill", whole_tiles=True)
+    dst = region(v, buffer, None, "T.fill destination")
+    value = v.rvalue(value)
+    if isinstance(value, TileRef | Access):
+        raise v.b.error(f"T.fill needs a scalar value, got {describe_(value)}")
+    v.b.emit(tile.FillOp(dst, v.b.to_ssa(value, dst.type.element_type)))
+
+
+@handles("clear")
+def clear(v, buffer):
+    fill(v, buffer, 0)

@@ -1,0 +1,30 @@
+"""Tile matrix multiply: `T.gemm`."""
+
+from __future__ import annotations
+
+import tilec.language as T
+from tilec.dialects import tile
+
+from .operands import require_kernel, tile_operand
+from .registry import handles
+
+
+@handles("gemm")
+def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait):
+    require_kernel(v, "T.gemm", whole_tiles=True)
+    a = tile_operand(v, A, "T.gemm operand A", ("shared", "fragment"))
+    b = tile_operand(v, B, "T.gemm operand B", ("shared", "fragment"))
+    c = tile_operand(v, C, "T.gemm accumulator C", ("fragment",))
+    for what, x in (("A", a), ("B", b), ("C", c)):
+        if len(x.type.shape) != 2:
+            raise v.b.error(f"T.gemm operand {what} must be 2-D, got shape {x.type.shape}")
+    (m, k) = a.type.shape[::-1] if transpose_A else a.type.shape
+    (kb, n) = b.type.shape[::-1] if transpose_B else b.type.shape
+    if k != kb:
+        raise v.b.error(f"T.gemm K differs: A {a.type.shape} gives K={k}, B {b.type.shape} gives K={kb}",
+                        hint="check transpose_A / transpose_B")
+    if c.type.shape != (m, n):
+        raise v.b.error(f"T.gemm C must be {(m, n)} for A {a.type.shape} and B {b.type.shape}, got {c.type.shape}")
+    policy = policy.ir_name if isinstance(policy, T.GemmWarpPolicy) else str(policy).lower()
+    v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
+                         clear_accum=bool(clear_accum), policy=policy, k_pack=int(k_pack)))

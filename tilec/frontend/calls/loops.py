@@ -1,0 +1,101 @@
+"""Loops inside kernels: `T.Parallel`, `T.Pipelined`, `T.serial` / `range`, `T.unroll`, `T.vectorized`.
+
+These builtins are never called: the visitor's `visit_For` hands the loop to `emit_loop`.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import tilec.language as T
+from tilec.dialects import tile
+
+from ..parallel_vars import privatize
+from ..values import Scalar
+from .operands import describe_, require_kernel, static_int
+
+
+def _loop_targets(v, target, count: int, what: str) -> list[str]:
+    if isinstance(target, ast.Name):
+        names = [target.id]
+    elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        names = [e.id for e in target.elts]
+    else:
+        raise v.b.error(f"the targets of {what} must be names")
+    if len(names) != count:
+        raise v.b.error(f"{what} has {count} dimension{'s' if count != 1 else ''} but the loop names {len(names)}")
+    return names
+
+
+def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
+    """`for target in T.<kind>(*args, **kwargs): body` → `tile.parallel` or `tile.for`."""
+    require_kernel(v, f"T.{kind}" if kind != "serial" else "a loop")
+    if kind in ("Parallel", "Pipelined") and v.parallel_loops:
+        raise v.b.error(f"T.{kind} cannot be used inside T.Parallel" +
+                        (": T.Parallel loops do not nest" if kind == "Parallel" else ""),
+                        hint="merge the loops into one T.Parallel with more extents, e.g. "
+                             "`for i, j in T.Parallel(m, n)`" if kind == "Parallel" else
+                             "loop over the inner dimension with T.serial")
+    if kind == "Parallel":
+        _emit_parallel(v, node, args, kwargs)
+        return
+    opts = {}
+    if kind == "Pipelined":
+        bound = inspect.signature(T.Pipelined.__wrapped__).bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        start, stop, step = (0, a["start"], 1) if a["stop"] is None else (a["start"], a["stop"], 1)
+        opts = {"num_stages": static_int(v, a["num_stages"], "num_stages")}
+        if a["order"] is not None:
+            opts["order"] = list(a["order"])
+        if a["stage"] is not None:
+            opts["stage"] = list(a["stage"])
+        kind = "pipelined"
+    else:
+        kwargs.pop("explicit", None)
+        if kwargs:
+            raise v.b.error(f"loop got unexpected arguments {sorted(kwargs)}")
+        args = [v.rvalue(a) for a in args if a is not None]
+        if not 1 <= len(args) <= 3:
+            raise v.b.error(f"a loop takes 1 to 3 bounds, got {len(args)}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    if isinstance(step, int) and step <= 0:
+        raise v.b.error(f"loop step must be positive, got {step}")
+    (name,) = _loop_targets(v, node.target, 1, "a loop")
+    bounds = [v.index_ssa(x) for x in (v.rvalue(start), v.rvalue(stop), v.rvalue(step))]
+    if v.parallel_loops and tile.varies_per_element(bounds, v.parallel_loops[-1]):
+        raise v.b.error("the bounds of a loop inside T.Parallel must be the same for every element, but these "
+                        "depend on the T.Parallel variables (or on per-element values)",
+                        hint="loop up to the largest bound and guard the body with an `if` on the element's own "
+                             "bound")
+    op = v.b.emit(tile.ForOp(*bounds, kind, **opts))
+    with v.runtime_region(op.body.block):
+        v.bind(name, Scalar(op.induction_var))
+        v.visit_body(node.body)
+    v.b.verify(op)
+
+
+def _emit_parallel(v, node, args: list, kwargs: dict) -> None:
+    kwargs.pop("coalesced_width", None)
+    if kwargs:
+        raise v.b.error(f"T.Parallel got unexpected arguments {sorted(kwargs)}")
+    extents = [v.rvalue(a) for a in args]
+    for e in extents:
+        if not isinstance(e, int) or isinstance(e, bool) or e <= 0:
+            raise v.b.error(f"T.Parallel extents must be positive compile-time integers, got {describe_(e)}",
+                            hint="T.Parallel covers a tile; loop over run-time sizes with T.serial")
+    names = _loop_targets(v, node.target, len(extents), "T.Parallel")
+    op = v.b.emit(tile.ParallelOp(extents))
+    v.parallel_loops.append(op)
+    v.parallel_names.append(names)
+    try:
+        with v.runtime_region(op.body.block):
+            for name, arg in zip(names, op.body.block.args):
+                v.bind(name, Scalar(arg))
+            v.visit_body(node.body)
+    finally:
+        v.parallel_loops.pop()
+        v.parallel_names.pop()
+    v.privatized.extend(privatize(op, v.b.stamp(v.b.loc)))
+    v.b.verify(op)

@@ -1,0 +1,133 @@
+"""The call registry: which IR builder handles which T.* builtin, and the dispatch of a call.
+
+Each op family's module registers its builders with `@handles("copy")` (one builder, one or
+more builtin names) or `@handles_each({"reduce_sum": "sum", ...})` (a builder factory called
+once per name with the name and its value), as `passes/convert_tile_to_thread/registry.py`
+registers lowerings and `targets/nvptx` registers translations.
+
+`call()` dispatches a call expression inside a kernel: T.* builtins through `HANDLERS` (by
+the builtin's name, after binding the arguments against its documented signature), macros
+by inlining, dtypes as casts, and plain Python callables by calling them when every argument
+is a compile-time value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable
+
+import tilec.language as T
+from tilec.dtypes import DType
+from tilec.language.structure import Macro, PrimFunc
+
+from ..values import Access, BoundMethod, Scalar, SwizzleLayout, TileRef, VarRef
+from .operands import describe_
+
+Handler = Callable[..., object]
+HANDLERS: dict[str, Handler] = {}
+"""T.* builtin name → builder `fn(visitor, **bound_arguments)`."""
+
+LOOPS = ("Parallel", "Pipelined", "serial", "unroll", "vectorized")
+"""Builtins that are the iterable of a `for` loop (built by `loops.emit_loop`), never called."""
+
+_PY_TO_T = {max: "max", min: "min", abs: "abs"}
+
+
+def handles(*names: str):
+    """Register the decorated builder for the T.* builtins `names`."""
+
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            assert name not in HANDLERS, f"two builders for T.{name}"
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def handles_each(table: dict[str, object]):
+    """Register `factory(name, value)` as the builder of each builtin `name` of `table`."""
+
+    def register(factory: Callable[[str, object], Handler]):
+        for name, value in table.items():
+            handles(name)(factory(name, value))
+        return factory
+
+    return register
+
+
+def builtin_name(func) -> str | None:
+    return getattr(func, "__tilec_builtin__", None)
+
+
+def closest_language_name(name: str) -> str:
+    close = difflib.get_close_matches(name, T.__all__, n=3)
+    return f"did you mean {', '.join('T.' + c for c in close)}?" if close else "see the T.* names in TILELANG_SURFACE.md"
+
+
+def _is_runtime(value) -> bool:
+    return isinstance(value, Scalar | TileRef | Access | VarRef | SwizzleLayout)
+
+
+def call(v, node, func, args: list, kwargs: dict):
+    name = builtin_name(func)
+    if name is not None:
+        handler = HANDLERS.get(name)
+        if handler is None:
+            if name in LOOPS:
+                raise v.b.error(f"T.{name} is only usable as the iterable of a `for` loop")
+            raise v.b.error(f"T.{name} is not supported by tilec yet")
+        try:
+            bound = inspect.signature(func.__wrapped__).bind(*args, **kwargs)
+        except TypeError as e:
+            raise v.b.error(f"bad arguments to T.{name}: {e}") from None
+        bound.apply_defaults()
+        return handler(v, **bound.arguments)
+    if isinstance(func, BoundMethod):
+        return _method(v, func, args, kwargs)
+    if isinstance(func, Macro):
+        return v.inline_macro(func, node, args, kwargs)
+    if isinstance(func, DType):
+        if len(args) != 1 or kwargs:
+            raise v.b.error(f"T.{func.name}(x) takes one value")
+        value = v.rvalue(args[0])
+        return v.b.cast(value, func) if isinstance(value, Scalar) else Scalar(v.b.to_ssa(value, func.ir))
+    if isinstance(func, PrimFunc):
+        raise v.b.error(f"cannot call prim_func {func.__name__} inside a kernel", hint="decorate helpers with @T.macro")
+    args = [v.rvalue(a) for a in args]
+    kwargs = {k: v.rvalue(x) for k, x in kwargs.items()}
+    if func in _PY_TO_T and any(isinstance(a, Scalar) for a in args):
+        return v.b.math_call(_PY_TO_T[func], *args)
+    if func in (float, int, bool) and len(args) == 1 and isinstance(args[0], Scalar):
+        return v.b.cast(args[0], {float: T.float32, int: T.int32, bool: T.bool}[func])
+    if any(_is_runtime(a) for a in [*args, *kwargs.values()]):
+        fname = getattr(func, "__name__", repr(func))
+        raise v.b.error(f"cannot call Python function `{fname}` with run-time values",
+                        hint=f"decorate `{fname}` with @T.macro to inline it into the kernel")
+    if not callable(func):
+        raise v.b.error(f"{func!r} is not callable")
+    return func(*args, **kwargs)
+
+
+def _method(v, method: BoundMethod, args, kwargs):
+    if method.name == "astype":
+        (dtype,) = args or [kwargs.get("dtype")]
+        return v.b.cast(v.rvalue(method.receiver), dtype)
+    raise v.b.error(f"unknown method `{method.name}`")
+
+
+def attribute(v, base, name: str):
+    if isinstance(base, TileRef):
+        if name == "shape":
+            return base.shape
+        if name == "dtype":
+            return base.dtype
+        if name == "ndim":
+            return len(base.shape)
+    if isinstance(base, Scalar):
+        if name == "dtype":
+            return base.dtype
+        if name == "astype":
+            return BoundMethod(base, "astype")
+    raise v.b.error(f"{describe_(base)} has no attribute `{name}` in a kernel")

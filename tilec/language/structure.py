@@ -1,0 +1,150 @@
+"""Program structure: prim_func, tensors, sizes, macros and the kernel launch."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from tilec.dtypes import DType, as_dtype
+
+from ._builtin import builtin
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A named size: `T.dynamic("M")` (bound at run time) or `T.const("M")` (a specialization key)."""
+
+    name: str
+    dynamic: bool = True
+    dtype: str = "int32"
+
+    def __repr__(self) -> str:
+        return f"T.{'dynamic' if self.dynamic else 'const'}({self.name!r})"
+
+
+def dynamic(name: str, dtype: str = "int32") -> Symbol:
+    """A size known only at run time, bound from the tensors' shapes at each call."""
+    return Symbol(name, True, dtype)
+
+
+symbolic = dynamic
+
+
+class TensorMeta(type):
+    def __getitem__(cls, item):
+        shape, dtype = item
+        return cls(shape, dtype)
+
+
+class Tensor(metaclass=TensorMeta):
+    """A global tensor parameter: `T.Tensor((M, K), T.float16)` or `T.Tensor[[M, K], "float16"]`."""
+
+    def __init__(self, shape, dtype="float32"):
+        if isinstance(shape, int | Symbol):
+            shape = (shape,)
+        self.shape = tuple(shape)
+        self.dtype: DType | None = as_dtype(dtype)
+        self.raw_dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"T.Tensor({self.shape}, {self.dtype!r})"
+
+
+Buffer = Tensor
+
+
+class AnnotationError(Exception):
+    """A parameter annotation that does not evaluate; the frontend reports it at the kernel."""
+
+    def __init__(self, name: str, text: str, error: Exception):
+        self.name, self.text, self.error = name, text, error
+        super().__init__(f"the annotation of parameter `{name}` ({text}) does not evaluate: "
+                         f"{type(error).__name__}: {error}")
+
+
+class PrimFunc:
+    """A kernel function whose tensor parameters are annotated in its signature."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def param_specs(self) -> list[tuple[str, Any]]:
+        """(name, annotation) for each parameter; string annotations are evaluated."""
+        hints = dict(getattr(self.fn, "__annotations__", {}))
+        namespace = dict(self.fn.__globals__)
+        if self.fn.__closure__:
+            for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__):
+                try:
+                    namespace[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        specs = []
+        for name in inspect.signature(self.fn).parameters:
+            ann = hints.get(name)
+            if isinstance(ann, str):
+                try:
+                    ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation
+                except Exception as e:  # noqa: BLE001 - any mistake in the annotation is the user's
+                    raise AnnotationError(name, ann, e) from None
+            specs.append((name, ann))
+        return specs
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"{self.__name__} is a T.prim_func: compile it with tilec.compile(...) or return it "
+            "from a @tilec.jit factory, then call the kernel"
+        )
+
+
+def prim_func(fn=None, **_options) -> PrimFunc:
+    """Marks a function as a kernel with tensor parameters annotated in its signature."""
+    if fn is None:
+        return lambda f: PrimFunc(f)
+    return PrimFunc(fn)
+
+
+class Macro:
+    """A function inlined at each call inside a kernel (`@T.macro`)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"T.macro {self.__name__} is only callable inside a kernel")
+
+
+def macro(fn=None, **_options):
+    """Marks a helper to be inlined into the kernels that call it."""
+    if fn is None:
+        return lambda f: Macro(f)
+    return Macro(fn)
+
+
+@builtin
+def const(names: str):
+    """Declares compile-time sizes, bound from the tensors' shapes: `M, N = T.const("M, N")`."""
+
+
+@builtin
+def empty(shape, dtype="float32"):
+    """Declares an output tensor of an eager kernel; `return` it."""
+
+
+@builtin
+def Kernel(*grid, threads=128, is_cpu=False, prelude=None):
+    """Launches a grid of blocks: `with T.Kernel(gx, gy, threads=128) as (bx, by):`."""
+
+
+@builtin
+def get_thread_binding(dim: int = 0):
+    """The thread's index within the block along `dim`."""
+
+
+@builtin
+def get_block_binding(dim: int = 0):
+    """The block's index along `dim` (the same value `T.Kernel` yields)."""
