@@ -12,10 +12,11 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 
 from tilec.passes._analysis import constant_value
+from tilec.dialects import tile
 from tilec.dialects.tile.layout import Layout
 
 from .context import Lowerer, SlotMap
@@ -60,12 +61,22 @@ def lane_coef(value: SSAValue, iv: SSAValue) -> int | None:
 
 
 def depends_on(value: SSAValue, iv: SSAValue, depth: int = 0) -> bool:
+    """Whether `value` may differ between the iterations of the loop of `iv`: it is computed from
+    `iv`, or from a buffer allocated inside that loop (each iteration's own T.alloc_var)."""
     if value is iv:
         return True
     op = value.owner
     if not isinstance(op, Operation) or depth > 64:
         return False
+    if isinstance(op, tile.LoadOp) and _allocated_in_loop(op.source, iv):
+        return True
     return any(depends_on(o, iv, depth + 1) for o in op.operands)
+
+
+def _allocated_in_loop(buffer: SSAValue, iv: SSAValue) -> bool:
+    alloc = buffer.owner
+    loop = iv.owner.parent_op() if isinstance(iv, BlockArgument) else None
+    return isinstance(alloc, tile.AllocOp) and loop is not None and loop.is_ancestor(alloc)
 
 
 def tile_mult(L: Lowerer, value: SSAValue, lane: SlotMap) -> int:

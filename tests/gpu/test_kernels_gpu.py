@@ -28,7 +28,8 @@ from kernel_cases import MMA_CASES  # noqa: E402
 @pytest.mark.parametrize("case", MMA_CASES, ids=[c.name for c in MMA_CASES])
 def test_tensor_core_gemm_on_the_gpu(case):
     """mma.sync m16n8k16 gemms (pass config tilec.enable_mma), first checked on the simulator."""
-    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": True}, expect_ir="nvvm.mma.sync")
+    run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": True, "tilec.enable_wgmma": False},
+             expect_ir="nvvm.mma.sync")
 
 
 from kernel_cases import SWIZZLE_CASES  # noqa: E402
@@ -57,7 +58,8 @@ from kernel_cases import PIPELINE_CASES  # noqa: E402
 def test_pipelined_gemm_on_the_gpu(case, mma):
     """cp.async stages (tile-pipeline): on the GPU the copies really run ahead of the gemms."""
     for _ in range(3):  # fresh inputs each time: an ordering bug shows as a changing error
-        run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": mma}, expect_ir="nvvm.cp.async.shared.global")
+        run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_mma": mma, "tl.disable_warp_specialized": True},
+                 expect_ir="nvvm.cp.async.shared.global")
 
 
 from kernel_cases import WGMMA_CASES  # noqa: E402
@@ -70,3 +72,5 @@ def test_wgmma_gemm_on_the_gpu(case):
         pytest.skip("wgmma needs sm_90a")
     for _ in range(2):
         run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_wgmma": True}, expect_ir="nvvm.wgmma.mma_async")
+        run_case(case, "cuda", "cuda", pass_configs={"tl.disable_warp_specialized": True},
+                 expect_ir="nvvm.wgmma.mma_async")  # and with the cp.async stages
