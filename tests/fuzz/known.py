@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import os
 
-KNOWN_BUGS = {
-    "if_on_alloc_var": "`if v > 0.0:` on a per-iteration `v = T.alloc_var(T.float32, init=A[i])` inside "
-                       "T.Parallel takes the same branch in every iteration on the CUDA path "
-                       "(test_if_on_a_per_iteration_alloc_var)",
-}
+KNOWN_BUGS: dict = {}
 
 
 def avoid(name: str) -> bool:
@@ -25,6 +21,9 @@ def avoid(name: str) -> bool:
 
 # Entries moved here once fixed (kept so old `avoid` calls stay valid).
 FIXED = {
+    "if_on_alloc_var": "`if v > 0.0:` on a per-iteration `v = T.alloc_var(T.float32, init=A[i])` inside "
+                       "T.Parallel takes the same branch in every iteration on the CUDA path "
+                       "(test_if_on_a_per_iteration_alloc_var)",
     "negative_global_index": "a global region or element below index 0 (T.copy(A[bx * 8 - 1], s), "
                              "A[bx * 8 + i - 1] in T.Parallel) is read and written unguarded on the CUDA path "
                              "(the interpreter reads 0 and skips the write) (test_negative_global_index)",

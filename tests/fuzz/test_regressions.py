@@ -20,7 +20,7 @@ import tilec.language as T
 
 FIXED = ("trailing_index_copy", "gemm_fragment_a_and_b", "parallel_atomic_replicated", "invariant_atomic_in_parallel",
          "broadcast_layout_conflict", "negative_global_index", "scan_into_local",
-         "reduce_fragment_to_shared")  # names of the bugs below whose fix has landed
+         "reduce_fragment_to_shared", "if_on_alloc_var")  # names of the bugs below whose fix has landed
 
 
 def targets(bug: str | None, seen=("sim",), reason: str = ""):
