@@ -17,29 +17,17 @@ GPU) the same function times with `time.perf_counter`.
 
 from __future__ import annotations
 
-import enum
 import time
 
 import numpy as np
 
 from tilec.errors import TilecError
+from tilec.utils.tensor import TensorSupplyType
 
 __all__ = ["L2_FLUSH_BYTES", "Profiler", "TensorSupplyType", "do_bench"]
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 RETURN_MODES = ("min", "max", "mean", "median", "all")
-
-
-class TensorSupplyType(enum.Enum):
-    """How `Profiler` fills input tensors (TileLang's names)."""
-
-    Auto = 0  # normal for floats, small integers for ints
-    Integer = 1
-    Uniform = 2
-    Normal = 3
-    Randn = 4
-    Zero = 5
-    One = 6
 
 
 def _summarize(times_ms: list[float], return_mode: str, quantiles=None):

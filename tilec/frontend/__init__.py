@@ -89,6 +89,9 @@ class _ProgramBuilder:
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
+        if not dtype.computable:
+            raise v.b.error(f"tensor `{name}`: dtype {dtype.name} cannot be computed with by tilec (a storage "
+                            "format)", hint="pass the data as bytes (T.uint8 / T.int8) and unpack it in the kernel")
         dims = []
         for d in shape:
             if isinstance(d, Scalar) and d.ssa in self.symbols_by_ssa():

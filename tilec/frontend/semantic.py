@@ -154,6 +154,9 @@ class Builder:
         d = as_dtype(dtype)
         if d is None:
             raise self.error(f"unknown dtype {dtype!r}", hint="use T.float16, T.float32, T.int32, ...")
+        if not d.computable:
+            raise self.error(f"cast to {d.name}: tilec cannot compute with this dtype (a storage format)",
+                             hint="cast to float16 / bfloat16 / float32 or an integer type")
         return Scalar(self.to_ssa(value, d.ir))
 
     # -- typing -------------------------------------------------------------

@@ -84,7 +84,7 @@ class PrimFunc:
         specs = []
         for name in inspect.signature(self.fn).parameters:
             ann = hints.get(name)
-            if isinstance(ann, str):
+            if isinstance(ann, str) and not isinstance(ann, DType):
                 try:
                     ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation
                 except Exception as e:  # noqa: BLE001 - any mistake in the annotation is the user's

@@ -67,3 +67,40 @@ def binary(_, name: str):
         return v.b.math_call(name, v.rvalue(a), v.rvalue(b))
 
     return handler
+
+
+@handles("floordiv")
+def floordiv(v, a, b):
+    return v.b.binop("//", v.rvalue(a), v.rvalue(b))
+
+
+@handles("floormod")
+def floormod(v, a, b):
+    """a - floordiv(a, b) * b: the sign of b, as TileLang's (arith's remsi has the sign of a)."""
+    a, b = v.rvalue(a), v.rvalue(b)
+    if is_compile_time(a) and is_compile_time(b):
+        return v.b.binop("%", a, b)
+    return v.b.binop("-", a, v.b.binop("*", v.b.binop("//", a, b), b))
+
+
+@handles("clamp")
+def clamp(v, dst, min_val, max_val):
+    return v.b.math_call("min", v.b.math_call("max", v.rvalue(dst), v.rvalue(min_val)), v.rvalue(max_val))
+
+
+@handles("Cast")
+def cast_tvm_order(v, dtype, value):
+    return v.b.cast(v.rvalue(value), dtype)
+
+
+@handles("reinterpret")
+def reinterpret(v, value, dtype):
+    value = v.rvalue(value)
+    d = dtype_of(v, dtype, "T.reinterpret")
+    if not isinstance(value, Scalar):
+        raise v.b.error(f"T.reinterpret takes a run-time scalar, got {describe_(value)}",
+                        hint="reinterpret an element of a buffer, e.g. T.reinterpret(x_local[i], 'uint32')")
+    if value.dtype.bits != d.bits:
+        raise v.b.error(f"T.reinterpret: {value.dtype.name} has {value.dtype.bits} bits but {d.name} has {d.bits}",
+                        hint="reinterpret between types of the same width")
+    return Scalar(v.b.emit(arith.BitcastOp(value.ssa, d.ir)).results[0])
