@@ -3,7 +3,7 @@
     from tilec.autotuner import autotune, AutoTuner, set_autotune_inputs
 """
 
-from tilec.autotune import AutoTuner, autotune
+from tilec.autotuner.tuner import AutoTuner, AutotuneResult, autotune
 from tilec.autotuner.capture import get_autotune_inputs, set_autotune_inputs
 
-__all__ = ["AutoTuner", "autotune", "get_autotune_inputs", "set_autotune_inputs"]
+__all__ = ["AutoTuner", "AutotuneResult", "autotune", "get_autotune_inputs", "set_autotune_inputs"]

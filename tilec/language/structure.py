@@ -23,9 +23,11 @@ class Symbol:
         return f"T.{'dynamic' if self.dynamic else 'const'}({self.name!r})"
 
 
-def dynamic(name: str, dtype: str = "int32") -> Symbol:
-    """A size known only at run time, bound from the tensors' shapes at each call."""
-    return Symbol(name, True, dtype)
+def dynamic(name: str, dtype: str = "int32") -> Symbol | tuple[Symbol, ...]:
+    """A size known only at run time, bound from the tensors' shapes at each call ("M, N": a tuple)."""
+    names = [n.strip() for n in str(name).split(",")]
+    syms = tuple(Symbol(n, True, str(dtype)) for n in names)
+    return syms[0] if len(syms) == 1 else syms
 
 
 symbolic = dynamic
