@@ -14,6 +14,7 @@ from tilec import log as _log  # noqa: F401 - sets up the `tilec` logger (TILEC_
 from tilec import profiler
 from tilec._version import __version__
 from tilec.autotune import autotune
+from tilec.dtypes import DType as DataType
 from tilec.env import disable_cache, enable_cache, env, is_cache_enabled
 from tilec.errors import TilecError
 from tilec.jit import JITKernel, compile, jit  # noqa: A004 - TileLang's name
@@ -41,6 +42,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tilec' has no attribute {name!r}")
 
 
-__all__ = ["JITKernel", "PassConfigKey", "Profiler", "Target", "TensorSupplyType", "TilecError", "__version__",
+__all__ = ["DataType", "JITKernel", "PassConfigKey", "Profiler", "Target", "TensorSupplyType", "TilecError", "__version__",
            "autotune", "cdiv", "compile", "disable_cache", "enable_cache", "env", "is_cache_enabled", "jit",
            "logger", "next_power_of_2", "profiler", "set_log_level"]

@@ -6,8 +6,9 @@ and `f"{T.float16}"` work, and `T.float16 == "float16"`. `T.float16`, `"float16"
 (`as_dtype`, or `DType(x)`, which raises for what is not a dtype); the frontend, the
 interpreter and the runtime meet here.
 
-Some TileLang names are storage or precision names with no arithmetic of their own in tilec
-(`int4`, `tfloat32`, the fp4 and fp6 formats, `float8_e8m0fnu`): they are dtypes (their bits,
+`tfloat32` (TileLang's tensor-core input precision) is stored and computed as float32, which
+is at least as precise. Some names are storage formats with no arithmetic in tilec (`int4`,
+the fp4 and fp6 formats, `float8_e8m0fnu`): they are dtypes (their bits,
 their torch storage type) but have no IR type, so a kernel that computes with one gets a
 located error naming the dtype (`computable` is False).
 """
@@ -18,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-_COMPUTABLE = {"float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "int16", "int32",
+_COMPUTABLE = {"float16", "bfloat16", "float32", "tfloat32", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "int16", "int32",
                "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
 
 
@@ -131,6 +132,7 @@ class DType(str):
                 "float16": b.Float16Type(),
                 "bfloat16": b.BFloat16Type(),
                 "float32": b.Float32Type(),
+                "tfloat32": b.Float32Type(),  # tensor-core input precision: computed in float32 (more precise)
                 "float64": b.Float64Type(),
                 "float8_e4m3fn": b.Float8E4M3FNType(),
                 "float8_e5m2": b.Float8E5M2Type(),

@@ -89,6 +89,8 @@ class _ProgramBuilder:
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
+        if dtype.name == "tfloat32":  # a tensor-core input precision: the tensor holds float32
+            dtype = raw_dtype = as_dtype("float32")
         if not dtype.computable:
             raise v.b.error(f"tensor `{name}`: dtype {dtype.name} cannot be computed with by tilec (a storage "
                             "format)", hint="pass the data as bytes (T.uint8 / T.int8) and unpack it in the kernel")
@@ -213,6 +215,8 @@ def build_eager(fn, specialization: dict, consts: dict) -> KernelProgram:
 
 class _ProbeProgram:
     """The signature side of a probe: `T.const` sizes stay `Symbol`s, annotations are recorded."""
+
+    probing = True
 
     def __init__(self, fn):
         self.fn = fn

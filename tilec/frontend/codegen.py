@@ -23,7 +23,7 @@ from tilec import config
 from tilec.dialects import tile
 from tilec.dtypes import as_dtype
 from tilec.errors import SourceLoc, TilecError
-from tilec.language.structure import Symbol, Tensor
+from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
 from . import calls
@@ -231,6 +231,17 @@ class KernelVisitor(ast.NodeVisitor):
                                hint="index the tile to compare one element")
         return value
 
+    def undecided(self, cond, what: str) -> bool:
+        """A condition on sizes not bound yet: skipped while probing an eager kernel's signature
+        (the real build decides it), a located error anywhere else."""
+        if not is_symbolic(cond):
+            return False
+        if getattr(self.program, "probing", False):
+            return True
+        raise self.b.error(f"{what} on {cond!r}: the size is not known at this point",
+                           hint="sizes from T.dynamic are run-time values inside the kernel; T.const sizes are "
+                                "bound from the tensors")
+
     def require_kernel(self, what: str) -> None:
         """Run-time work (element access, run-time `if`, asserts) happens inside the one T.Kernel."""
         if self.kernel is None:
@@ -338,6 +349,8 @@ class KernelVisitor(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         cond = self.condition(self.visit(node.test), "`if`")
+        if self.undecided(cond, "`if`"):
+            return
         if not isinstance(cond, Scalar):
             self.visit_body(node.body if cond else node.orelse)
             return
@@ -398,6 +411,8 @@ class KernelVisitor(ast.NodeVisitor):
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.rvalue(self.visit(node.test))
+        if self.undecided(cond, "`assert`"):
+            return
         msg = "" if node.msg is None else str(self.visit(node.msg))
         if isinstance(cond, Scalar):
             self.require_kernel("a run-time `assert`")
@@ -463,6 +478,8 @@ class KernelVisitor(ast.NodeVisitor):
                     raise self.b.error(f"`{type(op).__name__}` needs compile-time operands")
                 value = {ast.Is: lambda: left is right, ast.IsNot: lambda: left is not right,
                          ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
+            elif is_symbolic(left) or is_symbolic(right):
+                value = SizeExpr(_CMPOP[type(op)], (left, right))
             elif not isinstance(left, Scalar) and not isinstance(right, Scalar):
                 try:  # compile-time values (None, strings, dtypes, ...) compare as Python does
                     value = _PY_COMPARE[type(op)](left, right)

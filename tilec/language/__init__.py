@@ -14,6 +14,10 @@ from .dtypes import (
     tfloat32, uint, uint8, uint16, uint32, uint64,
 )
 from .gemm import GemmWarpPolicy, gemm
+from .hints import (
+    annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg, disable_warp_group_reg_alloc,
+    inc_max_nreg, no_set_max_nreg, set_max_nreg,
+)
 from .loop import Parallel, Pipelined, Serial, serial, unroll, vectorized
 from .math import (
     Cast, abs, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, floor, floordiv, floormod, if_then_else, infinity,
@@ -30,6 +34,8 @@ from .sync import (
 )
 
 __all__ = [
+    "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg", "disable_warp_group_reg_alloc",
+    "inc_max_nreg", "no_set_max_nreg", "set_max_nreg",
     "abs", "alloc_barrier", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var",
     "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16", "bool", "Buffer",
     "Cast", "cast", "ceil", "ceildiv", "clamp", "clear", "const", "copy", "cos", "cummax", "cumsum",

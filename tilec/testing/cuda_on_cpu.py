@@ -8,7 +8,8 @@ without a GPU. `install()`:
   keep the tensor on the CPU;
 - makes `torch.cuda` answer as one GPU of compute capability `capability` would
   (`is_available`, `get_device_capability`, `get_device_properties`, `synchronize`, events timed
-  with `time.perf_counter`, streams that run in order, seeds that seed the CPU generator);
+  with `time.perf_counter`, streams that run in order, seeds and RNG states that are the CPU
+  generator's), and `torch.Generator(device="cuda")` a CPU generator;
 - sets tilec's default target to the interpreter, so `target="auto"` kernels run there.
 
 What it cannot make true: the speed of a GPU, and code that checks `tensor.is_cuda`.
@@ -143,9 +144,40 @@ def _seed(seed) -> None:
     torch.random.default_generator.manual_seed(int(seed))
 
 
+def _generator_class():
+    import torch
+
+    class Generator(torch.Generator):
+        """`torch.Generator(device="cuda")` is a CPU generator (tensors made with it are on the CPU)."""
+
+        def __new__(cls, device="cpu"):
+            return torch.Generator.__new__(cls, device=_cpu(device))
+
+        def __init__(self, device="cpu"):
+            pass
+
+    return Generator
+
+
+def _rng_state(device="cuda"):
+    import torch
+
+    return torch.random.get_rng_state()
+
+
+def _set_rng_state(state, device="cuda"):
+    import torch
+
+    torch.random.set_rng_state(state)
+
+
 def _cuda_functions(cap: tuple[int, int], sms: int) -> dict:
     stream = _Stream()
     return {
+        "get_rng_state": _rng_state,
+        "set_rng_state": _set_rng_state,
+        "get_rng_state_all": lambda: [_rng_state()],
+        "set_rng_state_all": lambda states: _set_rng_state(states[0]),
         "is_available": lambda: True,
         "is_initialized": lambda: True,
         "init": lambda: None,
@@ -187,9 +219,11 @@ def install(capability: tuple[int, int] = DEFAULT_CAPABILITY, sms: int = DEFAULT
     saved = {name: getattr(torch.cuda, name, None) for name in _cuda_functions(cap, sms)}
     for name, fn in _cuda_functions(cap, sms).items():
         setattr(torch.cuda, name, fn)
+    saved_generator = torch.Generator
+    torch.Generator = _generator_class()
     mode = _make_mode()
     mode.__enter__()
-    _STATE.update(capability=cap, saved=saved, mode=mode, target=config.DEFAULT_TARGET)
+    _STATE.update(capability=cap, saved=saved, mode=mode, target=config.DEFAULT_TARGET, generator=saved_generator)
     config.DEFAULT_TARGET = "interp"
 
 
@@ -207,5 +241,6 @@ def uninstall() -> None:
             delattr(torch.cuda, name)
         else:
             setattr(torch.cuda, name, fn)
+    torch.Generator = _STATE["generator"]
     config.DEFAULT_TARGET = _STATE["target"]
     _STATE.clear()
