@@ -119,3 +119,19 @@ def test_eager_statements_before_the_annotations_run_at_compile_time():
     assert blocks.get_kernel_source(a) == blocks.compile(M=8, N=6).get_kernel_source()
     with pytest.raises(TilecError, match="N must be even"):
         blocks(torch.randn(8, 5))
+
+
+def test_region_slice_whose_start_is_loaded_at_run_time():
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32), Starts: T.Tensor((4,), T.int32), Y: T.Tensor((4, 8), T.float32)):
+        with T.Kernel(4, threads=32) as bx:
+            buf = T.alloc_shared((8,), T.float32)
+            T.copy(X[Starts[bx]:Starts[bx] + 8], buf)
+            start = Starts[bx]
+            T.copy(X[start:start + 8], buf)
+            T.copy(buf, Y[bx, :])
+
+    x = np.arange(64, dtype=np.float32)
+    starts = np.array([0, 5, 17, 56], np.int32)
+    _, _, y = _run(main, x, starts, np.zeros((4, 8), np.float32))
+    assert (y == np.stack([x[s:s + 8] for s in starts])).all()

@@ -54,6 +54,19 @@ _UNSUPPORTED_HINTS = {
 }
 
 
+def _slice_extent(node: ast.Slice) -> ast.expr | None:
+    """`n` for a slice written `s:s + n` whose start reads memory or calls (`idx[i]:idx[i] + n`), so the
+    start is read once and the extent is n."""
+    upper, lower = node.upper, node.lower
+    if lower is None or not (isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add)):
+        return None
+    if ast.dump(upper.left) != ast.dump(lower):
+        return None
+    if not any(isinstance(n, ast.Subscript | ast.Call) for n in ast.walk(lower)):
+        return None  # arithmetic on names evaluates to the same value twice (the affine extent sees it)
+    return upper.right
+
+
 MAX_MACRO_DEPTH = 24
 """T.macro calls inlined inside one another at most (a recursive macro must stop before)."""
 
@@ -546,7 +559,11 @@ class KernelVisitor(ast.NodeVisitor):
             if node.step is not None:
                 raise self.b.error("strided slices of tiles are not supported")
             start = None if node.lower is None else self.rvalue(self.visit(node.lower))
-            stop = None if node.upper is None else self.rvalue(self.visit(node.upper))
+            extent = _slice_extent(node)
+            if extent is not None:  # `s:s + n` with a run-time s (a loaded index): the extent is n
+                stop = self.b.binop("+", start, self.rvalue(self.visit(extent)))
+            else:
+                stop = None if node.upper is None else self.rvalue(self.visit(node.upper))
             return SliceIndex(start, stop)
         return self.rvalue(self.visit(node))
 

@@ -132,7 +132,7 @@ class Builder:
     def affine_of(self, value) -> Affine | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return Affine(value)
-        if isinstance(value, Scalar) and value.is_index:
+        if isinstance(value, Scalar) and value.is_int and not value.is_bool:  # an index or an integer
             return self.affine.get(value.ssa, Affine.of(value.ssa))
         return None
 
@@ -217,7 +217,7 @@ class Builder:
         return Scalar(result)
 
     def _track_affine(self, op: str, a, b, result: SSAValue) -> None:
-        if not isinstance(result.type, IndexType):
+        if not isinstance(result.type, IndexType | IntegerType) or result.type == i1:
             return
         fa, fb = self.affine_of(a), self.affine_of(b)
         if fa is None or fb is None:
