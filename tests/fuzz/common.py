@@ -13,9 +13,20 @@ LOOP_VARS = ("i", "j", "k")
 SIZES = (1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 32, 48, 64, 100, 128)
 
 
-def threads(d):
+PER_THREAD_MAX = 64  # tile elements a thread holds, at most (bounds the unrolled code and its compile time)
+
+
+def threads(d, elems: int = 0):
     """32 to 1024 in steps of 32, mostly small (the simulator's cost grows with the block), as
-    an int or, now and then, a [x, y] / [x, y, z] list."""
+    an int or, now and then, a [x, y] / [x, y, z] list; at least elems / PER_THREAD_MAX."""
+    n = _threads(d)
+    total = int(np.prod(n)) if isinstance(n, list) else n
+    if total * PER_THREAD_MAX >= elems:
+        return n
+    return min(1024, 32 * -(-elems // (32 * PER_THREAD_MAX)))
+
+
+def _threads(d):
     n = 32 * (d.int(1, 8) if d.chance(0.6) else d.int(1, 32))
     if d.chance(0.1):
         for y in (2, 4, 3, 8):
@@ -212,7 +223,7 @@ def write_global(sp: Space, t: Tensor, src_dtype: str, offs: list[Off] | None = 
     return write
 
 
-LOCAL_MAX = 256  # elements of a T.alloc_local tile (registers of every thread)
+LOCAL_MAX = 64  # elements of a T.alloc_local tile (registers of every thread)
 
 
 def scopes(shape, *options: str) -> tuple[str, ...]:

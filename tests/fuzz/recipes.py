@@ -55,7 +55,7 @@ from .program import DTYPES, UNIT, Off, Program, R, Tensor, Tile, clip, convert_
 def elementwise(d) -> Program:
     ndim = d.int(1, 3)
     sp = maybe_walk(d, space(d, ndim, max_elems=1024))
-    prog = Program("elementwise", threads(d), sp.grid)
+    prog = Program("elementwise", threads(d, int(np.prod(sp.t))), sp.grid)
     prog.tag("ndim", ndim)
     vars_ = LOOP_VARS[:ndim]
     dyn = dynamic_sizes(d, prog, sp)
@@ -226,7 +226,7 @@ def reduce(d) -> Program:
             n = list(sp.n)
             n[dim] = sp.t[dim] * d.int(2, 3) - d.int(0, sp.t[dim] - 1)
             sp = Space(sp.t, sp.g, tuple(n))
-    prog = Program("reduce", threads(d), sp.grid)
+    prog = Program("reduce", threads(d, int(np.prod(sp.t))), sp.grid)
     prog.tag("reduce", kind)
     prog.tag("dim", dim)
     vars_ = LOOP_VARS[:ndim]
@@ -385,7 +385,7 @@ def scan(d) -> Program:
     dim = d.int(0, ndim - 1)
     op = d.choice(("cumsum", "cumsum", "cummax"))
     reverse = d.chance(0.5)
-    prog = Program("scan", threads(d), sp.grid)
+    prog = Program("scan", threads(d, int(np.prod(sp.t))), sp.grid)
     prog.tag("scan", f"{op}{'_rev' if reverse else ''}")
     vars_ = LOOP_VARS[:ndim]
     offs = sp.offs(prog)
@@ -432,7 +432,7 @@ def copy(d) -> Program:
     global_to_global = d.chance(0.1)
     if not global_to_global:
         sp = maybe_walk(d, sp)
-    prog = Program("copy", threads(d), sp.grid)
+    prog = Program("copy", threads(d, int(np.prod(sp.t))), sp.grid)
     offs = sp.offs(prog)
     dyn = dynamic_sizes(d, prog, sp)
     A = prog.tensor("A", sp.n, d.choice(DTYPES), "in", dyn)

@@ -43,7 +43,7 @@ class _State:
 
 def fused(d) -> Program:
     sp = space(d, 2, max_elems=2048, max_blocks=2)
-    prog = Program("fused", threads(d), sp.grid)
+    prog = Program("fused", threads(d, int(np.prod(sp.t))), sp.grid)
     X = prog.tensor("X", sp.n, d.choice(DTYPES), "in")
     cur = prog.alloc("fragment", sp.t, d.choice(("float32", "float32", "float16")))
     prog.load(X, sp.offs(prog), cur, form=d.choice(("point", "slice")))

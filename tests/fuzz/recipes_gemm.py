@@ -49,10 +49,10 @@ def _tiles(d, engine: str) -> tuple[int, int, int]:
             return bm, bn, bk
 
 
-def _gemm_threads(d, engine: str):
+def _gemm_threads(d, engine: str, elems: int):
     if engine == "wgmma" and d.chance(0.7):
         return d.choice((128, 256))
-    return threads(d)
+    return threads(d, elems)
 
 
 def _canonical_wgmma(d) -> tuple[int, int, int, int]:
@@ -74,7 +74,7 @@ def gemm(d) -> Program:
         bm, bn, bk, threads_ = _canonical_wgmma(d)
     else:
         bm, bn, bk = _tiles(d, engine)
-        threads_ = _gemm_threads(d, engine)
+        threads_ = _gemm_threads(d, engine, bm * bn)
     gm, gn, kiters = d.int(1, 2), d.int(1, 2), d.choice((1, 1, 2, 3, 4))
     M = gm * bm - (d.int(0, bm - 1) if d.chance(0.6) else 0)
     N = gn * bn - (d.int(0, bn - 1) if d.chance(0.6) else 0)
@@ -285,7 +285,7 @@ _COMBINE = {"add": np.add, "max": np.maximum, "min": np.minimum}
 
 def atomic(d) -> Program:
     sp = space(d, 2, max_elems=1024)
-    prog = Program("atomic", threads(d), sp.grid)
+    prog = Program("atomic", threads(d, int(np.prod(sp.t))), sp.grid)
     kind = d.choice(("add", "add", "max", "min"))
     form = d.choice(("tile", "rows", "element"))
     prog.tag("atomic", f"{kind}/{form}")
