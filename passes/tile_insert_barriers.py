@@ -34,7 +34,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
 from tilec.dialects import tile
-from tilec.passes._analysis import value_range
+from tilec.passes.analysis import value_range
 
 
 def _reduce_reads(op: tile.ReduceOp):

@@ -9,7 +9,7 @@ Establishes: `in_bounds` (a unit attribute) on each `tile.region` of a global
 Fails: never; what it cannot prove stays unmarked.
 
 Proof, per dimension d: the offset (or index) has a range [lo, hi] from
-`_analysis.value_range` (block indices, loop and parallel variables with
+`analysis.value_range` (block indices, loop and parallel variables with
 constant bounds); the access is in bounds iff the dimension is static,
 lo >= 0 and hi + extent <= dim.  An element access is also bounded by the
 `scf.if` conditions around it (`arith.cmpi slt %idx, %n` and friends, joined
@@ -34,7 +34,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tilec.dialects import tile
-from tilec.passes._analysis import value_range
+from tilec.passes.analysis import value_range
 
 Facts = dict[SSAValue, tuple[int | None, int | None]]
 """Ranges that the enclosing `scf.if` conditions impose on particular values."""

@@ -56,7 +56,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilec.dialects import tile
 
-from ._analysis import constant_value
+from .analysis import constant_value
 from .loop_stages import (
     Builder,
     StagedCopy,

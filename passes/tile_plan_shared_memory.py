@@ -38,7 +38,7 @@ from xdsl.passes import ModulePass
 from tilec.dialects import tile
 from tilec.errors import error_at
 
-from ._analysis import shared_swizzle
+from .analysis import shared_swizzle
 
 BASE_ALIGN = 128
 """Bytes: wide enough for 128-bit vector accesses and cp.async / TMA without swizzle."""

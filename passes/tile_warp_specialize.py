@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tilec.dialects import tile
 
-from ._analysis import constant_value, value_range
+from .analysis import constant_value, value_range
 from .loop_stages import Builder, StagedCopy, clone_slice, fitting_stages, pure, staged_copy, writes_global
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]

@@ -344,6 +344,16 @@ class JITFunction:
             if hit is not None:  # these shapes bound this kernel before: nothing else to check
                 kernel, order = hit
                 return kernel(*[args[i] for i in order])
+        kernel, tensors, order, compile_time_args = self._resolve(args, kwargs)
+        if not kwargs and len(args) == self._n_by_shapes and not compile_time_args:
+            if len(self._by_shapes) >= self._BY_SHAPES_LIMIT:
+                self._by_shapes.clear()
+            self._by_shapes[tuple([a.shape for a in args])] = (kernel, [self._names.index(n) for n in order])
+        return kernel(*[tensors[n] for n in order])
+
+    def _resolve(self, args: tuple, kwargs: dict):
+        """(kernel, tensors by name, input order, whether compile-time arguments were passed) for an eager
+        call: binds the sizes, builds once per key."""
         arguments = self._arguments(args, kwargs)
         tensors, others = {}, {}
         for k, value in arguments.items():
@@ -368,11 +378,30 @@ class JITFunction:
             if missing:
                 raise TilecError(f"{self.fn.__name__}: tensor argument(s) {', '.join(missing)} missing",
                                  loc=self._loc)
-        if not kwargs and len(args) == self._n_by_shapes and not others:
-            if len(self._by_shapes) >= self._BY_SHAPES_LIMIT:
-                self._by_shapes.clear()
-            self._by_shapes[tuple([a.shape for a in args])] = (kernel, [self._names.index(n) for n in order])
-        return kernel(*[tensors[n] for n in order])
+        return kernel, tensors, order, bool(others)
+
+    def get_kernel(self, *args, **kwargs) -> JITKernel:
+        """The kernel a call with these arguments runs, built (once per key) but not run.
+
+        A factory takes its sizes (as a call does); an eager kernel takes tensors (their shapes
+        bind its `T.const` sizes) or the sizes themselves, as `compile()` does.
+        """
+        if not self._eager:
+            return self._lazy(*args, **kwargs)
+        if not args and not any(_is_tensor(v) for v in kwargs.values()):
+            return self.compile(**kwargs)
+        return self._resolve(args, kwargs)[0]
+
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        """The kernel source (PTX on the GPU targets) of the kernel these arguments build; see `get_kernel`."""
+        return self.get_kernel(*args, **kwargs).get_kernel_source()
+
+    def get_tir(self, *args, **kwargs):
+        """TileLang's TVM TIR of the kernel: tilec has none (`get_kernel(...).get_ir("tile")` prints its IR)."""
+        from tilec.refused import refuse
+
+        raise refuse(f"{self.fn.__name__}.get_tir", "tilec builds no TVM TIR; get_kernel(...).get_ir('tile') "
+                     "prints tilec's tile IR")
 
 
 def jit(func=None, *, out_idx=None, target="auto", execution_backend="auto", verbose=False, pass_configs=None,

@@ -17,29 +17,36 @@ GPU) the same function times with `time.perf_counter`.
 
 from __future__ import annotations
 
-import enum
 import time
 
 import numpy as np
 
 from tilec.errors import TilecError
+from tilec.utils.tensor import TensorSupplyType, get_tensor_supply
 
 __all__ = ["L2_FLUSH_BYTES", "Profiler", "TensorSupplyType", "do_bench"]
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 RETURN_MODES = ("min", "max", "mean", "median", "all")
+BACKENDS = ("event", "cupti", "cudagraph")
 
 
-class TensorSupplyType(enum.Enum):
-    """How `Profiler` fills input tensors (TileLang's names)."""
+def _report_backend(backend: str) -> None:
+    import warnings
 
-    Auto = 0  # normal for floats, small integers for ints
-    Integer = 1
-    Uniform = 2
-    Normal = 3
-    Randn = 4
-    Zero = 5
-    One = 6
+    from tilec.errors import TilecWarning
+
+    warnings.warn(f"do_bench(backend={backend!r}): tilec times with CUDA events, not {backend}", TilecWarning,
+                  stacklevel=3)
+
+
+def _clearing_grads(fn, tensors: list):
+    def run():
+        for t in tensors:
+            t.grad = None
+        return fn()
+
+    return run
 
 
 def _summarize(times_ms: list[float], return_mode: str, quantiles=None):
@@ -53,6 +60,10 @@ def _summarize(times_ms: list[float], return_mode: str, quantiles=None):
 
 
 def _cuda_ready() -> bool:
+    from tilec.testing import cuda_on_cpu
+
+    if cuda_on_cpu.active():  # "cuda" is the CPU: time with the CPU clock
+        return False
     try:
         import torch
     except ImportError:
@@ -61,7 +72,11 @@ def _cuda_ready() -> bool:
 
 
 def _cpu_bench(fn, warmup: float, rep: float, return_mode: str, quantiles, n_warmup: int, n_repeat: int):
+    t0 = time.perf_counter()
     fn()
+    first = (time.perf_counter() - t0) * 1e3
+    if not (n_warmup or n_repeat) and first >= warmup + rep:
+        return _summarize([first], return_mode, quantiles)  # one call already spends both budgets: it is the timing
     start = time.perf_counter()
     for _ in range(3):
         fn()
@@ -80,13 +95,21 @@ def _cpu_bench(fn, warmup: float, rep: float, return_mode: str, quantiles, n_war
 
 def do_bench(fn, warmup: float = 25, rep: float = 100, return_mode: str = "mean", *, quantiles=None,
              flush_l2: bool = True, n_warmup: int = 0, n_repeat: int = 0, device: str | None = None,
-             _n_warmup: int = 0, _n_repeat: int = 0):
+             _n_warmup: int = 0, _n_repeat: int = 0, backend: str = "event", grad_to_none=None):
     """Milliseconds per call of `fn` (CUDA events with an L2 flush; perf_counter on the CPU).
 
+    `backend`: "event" (TileLang's default); "cupti" and "cudagraph" time with events too, and
+    say so with a warning. `grad_to_none`: tensors whose `.grad` is cleared before each call.
     `return_mode`: "mean" (TileLang's default), "median", "min", "max" or "all" (every
     repetition); `quantiles=[0.5, 0.2, 0.8]` returns those instead. `n_warmup` / `n_repeat`
     fix the counts instead of deriving them from the `warmup` / `rep` budgets in ms.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "event":
+        _report_backend(backend)
+    if grad_to_none is not None:
+        fn = _clearing_grads(fn, list(grad_to_none))
     if return_mode not in RETURN_MODES:
         raise ValueError(f"return_mode must be one of {RETURN_MODES}, got {return_mode!r}")
     n_warmup, n_repeat = n_warmup or _n_warmup, n_repeat or _n_repeat
@@ -138,28 +161,13 @@ class Profiler:
         return [p for p in self.kernel.params if not p.is_output]
 
     def _make(self, param):
-        import torch
-
-        from tilec.language.program import Symbol
+        from tilec.language.structure import Symbol
 
         if param.shape is None or any(isinstance(d, Symbol) for d in param.shape):
             raise TilecError(f"{self.kernel.program.name}: the profiler needs static shapes, but `{param.name}` "
                              f"has shape {param.shape}", loc=self.kernel.program.loc,
                              hint="pass input_tensors=[...] to do_bench / assert_allclose / run_once")
-        shape, dtype, supply = tuple(param.shape), param.dtype, self.supply
-        torch_dtype = dtype.torch
-        if supply is TensorSupplyType.Zero:
-            return torch.zeros(shape, dtype=torch_dtype, device=self.device)
-        if supply is TensorSupplyType.One:
-            return torch.ones(shape, dtype=torch_dtype, device=self.device)
-        if dtype.name == "bool":
-            return torch.randint(0, 2, shape, device=self.device).to(torch_dtype)
-        if dtype.is_int or supply is TensorSupplyType.Integer:
-            low, high = (0, 4) if dtype.name.startswith("uint") else (-2, 3)
-            return torch.randint(low, high, shape, device=self.device).to(torch_dtype)
-        if supply is TensorSupplyType.Uniform:
-            return (torch.rand(shape, device=self.device) * 2 - 1).to(torch_dtype)
-        return torch.randn(shape, device=self.device).to(torch_dtype)  # Auto, Normal, Randn
+        return get_tensor_supply(self.supply)(param).to(self.device)  # TileLang's distributions
 
     def inputs(self, refresh: bool = False) -> list:
         """One tensor per input parameter (drawn once and reused unless `refresh`)."""

@@ -35,6 +35,8 @@ def _from_numpy(a, like):
 
     if a.dtype.name == "bfloat16":
         t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    elif a.dtype.name.startswith("float8"):  # ml_dtypes' fp8: torch reads the bytes
+        t = torch.from_numpy(a.view(np.uint8)).view(getattr(torch, a.dtype.name))
     else:
         t = torch.from_numpy(a)
     return t.to(like.device) if like is not None else t

@@ -137,7 +137,7 @@ class Layout:
 
     def same_threads(self, other: Layout) -> bool:
         """Whether `other` holds each element on the same threads as `self` (slots may differ)."""
-        strip = lambda lay: (tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes)  # noqa: E731
+        strip = lambda lay: (tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes)
                                    for modes in lay.dims), tuple(sorted((m.size, m.stride) for m in lay.rep)))
         return strip(self) == strip(other)
 

@@ -14,26 +14,30 @@ from collections.abc import Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from .ops import (
-    AllocOp,
-    AnnotateLayoutOp,
-    AsyncCommitOp,
-    AsyncWaitOp,
+from .compute import (
     AtomicOp,
     CopyOp,
     CummaxOp,
     CumsumOp,
     FillOp,
-    ForOp,
     GemmOp,
-    KernelOp,
-    LoadOp,
-    ParallelOp,
     ReduceOp,
+)
+from .memory import (
+    AllocOp,
+    AnnotateLayoutOp,
+    AsyncCommitOp,
+    AsyncWaitOp,
+    LoadOp,
     RegionOp,
     ReshapeOp,
     StageOp,
     StoreOp,
+)
+from .structure import (
+    ForOp,
+    KernelOp,
+    ParallelOp,
     UseSwizzleOp,
 )
 from .sync import AllocBarrierOp, BarrierOp, MBarrierArriveOp, MBarrierWaitParityOp

@@ -11,7 +11,7 @@ from xdsl.ir import SSAValue
 
 from tilec.dialects import tile
 
-from tilec.passes._analysis import constant_value, shared_swizzle
+from tilec.passes.analysis import constant_value, shared_swizzle
 from tilec.passes.tile_infer_layout import layout_of
 
 from .context import Lowerer, SlotMap

@@ -13,7 +13,7 @@ from xdsl.ir import SSAValue
 
 from tilec.dialects import tile
 
-from tilec.passes._analysis import constant_value
+from tilec.passes.analysis import constant_value
 from tilec.passes.tile_infer_layout import layout_of
 
 from .buffers import lower_alloc

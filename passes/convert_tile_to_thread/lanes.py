@@ -15,7 +15,7 @@ from xdsl.dialects import arith
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 
-from tilec.passes._analysis import constant_value
+from tilec.passes.analysis import constant_value
 from tilec.dialects import tile
 from tilec.dialects.tile.layout import Layout
 

@@ -12,6 +12,7 @@ import inspect
 import io
 import re
 
+import numpy as np
 from xdsl.printer import Printer
 
 import tilec
@@ -691,3 +692,26 @@ def test_compile_time_comparisons_of_non_numbers_fold():
 
     ir = _ir(build_prim_func(main))
     assert "2.000000e+00" in ir and "3.000000e+00" not in ir and "scf.if" not in ir
+
+
+def _mask(i, j, block: int):
+    """A plain Python helper (no @T.macro): called with run-time values, it is traced into the kernel."""
+    q, k = i // block, j // block
+    return T.if_then_else(q >= k, 1, 0)
+
+
+def test_plain_python_helper_with_runtime_values_is_inlined():
+    @T.prim_func
+    def main(A: T.Tensor((8, 8), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i, j in T.Parallel(8, 8):
+                A[i, j] = _mask(i, j, 4)
+
+    ir = _prim_ir(main)
+    _expect(ir, r"tile.parallel", r"arith.floordivsi", r"arith.floordivsi", r"arith.cmpi sge", r"arith.select",
+            r"tile.store")
+    kernel = tilec.compile(main, target="interp")
+    out = np.zeros((8, 8), np.int32)
+    kernel(out)
+    i, j = np.indices((8, 8))
+    assert (out == (i // 4 >= j // 4)).all()

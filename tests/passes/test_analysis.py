@@ -1,10 +1,10 @@
-"""passes/_analysis.py: affine forms, value ranges and known multiples of index values."""
+"""passes/analysis.py: affine forms, value ranges and known multiples of index values."""
 
 import pytest
 from xdsl.parser import Parser
 
 import tilec.dialects
-from tilec.passes._analysis import affine_form, known_multiple, value_range
+from tilec.passes.analysis import affine_form, known_multiple, value_range
 
 IR = """
 func.func @f(%A: !tile.tensor<?xf16>) {

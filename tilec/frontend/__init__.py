@@ -89,6 +89,11 @@ class _ProgramBuilder:
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
+        if dtype.name == "tfloat32":  # a tensor-core input precision: the tensor holds float32
+            dtype = raw_dtype = as_dtype("float32")
+        if not dtype.computable:
+            raise v.b.error(f"tensor `{name}`: dtype {dtype.name} cannot be computed with by tilec (a storage "
+                            "format)", hint="pass the data as bytes (T.uint8 / T.int8) and unpack it in the kernel")
         dims = []
         for d in shape:
             if isinstance(d, Scalar) and d.ssa in self.symbols_by_ssa():
@@ -208,37 +213,67 @@ def build_eager(fn, specialization: dict, consts: dict) -> KernelProgram:
     return program
 
 
+class _ProbeProgram:
+    """The signature side of a probe: `T.const` sizes stay `Symbol`s, annotations are recorded."""
+
+    probing = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.specs: list[tuple[str, tuple, DType | None]] = []
+
+    def hint_for_unbound(self, name: str) -> str | None:
+        if name in inspect.signature(self.fn).parameters:
+            return f"annotate tensor parameter `{name}` first: `{name}: T.Tensor(shape, dtype)`"
+        return None
+
+    def const_value(self, v, name: str):
+        return Symbol(name, dynamic=False)
+
+    def declare_param(self, v, name: str, spec: Tensor):
+        self.specs.append((name, spec.shape, spec.dtype))
+        return None  # the probe builds no IR: a statement that uses the tensor before the kernel fails there
+
+    def declare_output(self, v, shape, dtype):
+        return None
+
+    def resolve_symbol(self, v, sym: Symbol):
+        return sym
+
+
 def probe_eager(fn, specialization: dict) -> list[tuple[str, tuple, DType | None]]:
     """(name, shape, dtype) of each tensor annotation, with `T.const` sizes as `Symbol`s.
 
-    Only the `T.const` / `T.dynamic` assignments and the annotations are
-    evaluated, so the sizes can be matched against the caller's tensors before
-    the kernel is built.
+    The statements before the first `with` (T.Kernel) run as Python at compile time, as
+    in the real build: `T.const` / `T.dynamic` sizes, ordinary assignments
+    (`dtype = T.float32`, `shape = [M, N]`) and the tensor annotations, so the sizes
+    can be matched against the caller's tensors before the kernel is built.
     """
     fdef, file, first_line, indent = parse_function(fn)
     frame = Frame(fn, file, first_line, indent, dict(specialization))
     builder = Builder()
-    visitor = KernelVisitor(builder, frame, None)
-    specs = []
-    for stmt in fdef.body:
-        if isinstance(stmt, ast.With):
-            break
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-            fname = ast.unparse(stmt.value.func)
-            if fname.endswith(("const", "dynamic", "symbolic")):
-                builder.loc = visitor.loc_of(stmt.value)
-                args = [visitor.visit(a) for a in stmt.value.args]
-                if not args or not isinstance(args[0], str) or not args[0].strip():
-                    what = fname.rsplit(".", 1)[-1]
-                    raise builder.error(f"T.{what} takes the size names as a string, got "
-                                        f"{describe(args[0]) if args else 'nothing'}",
-                                        hint=f'e.g. N = T.{what}("N") or M, N = T.{what}("M, N")')
-                names = [n.strip() for n in str(args[0]).split(",")]
-                syms = tuple(Symbol(n, dynamic=not fname.endswith("const")) for n in names)
-                visitor.assign(stmt.targets[0], syms[0] if len(syms) == 1 else syms)
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is None and isinstance(stmt.target, ast.Name):
-            builder.loc = visitor.loc_of(stmt)
-            ann = visitor.visit(stmt.annotation)
-            if isinstance(ann, Tensor):
-                specs.append((stmt.target.id, ann.shape, ann.dtype))
-    return specs
+    program = _ProbeProgram(fn)
+    visitor = KernelVisitor(builder, frame, program)
+    builder.loc = SourceLoc(file, first_line + fdef.lineno - 1, indent + fdef.col_offset + 1)
+    with builder.at_end_of(Block()):
+        for stmt in fdef.body:
+            if isinstance(stmt, ast.With) or frame.returned:
+                break
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                _check_size_names(visitor, stmt.value)
+            visitor.visit(stmt)
+    return program.specs
+
+
+def _check_size_names(visitor: KernelVisitor, call: ast.Call) -> None:
+    """T.const / T.dynamic take the size names as a string (a located error before anything is built)."""
+    fname = ast.unparse(call.func)
+    if not fname.endswith(("const", "dynamic", "symbolic")):
+        return
+    visitor.b.loc = visitor.loc_of(call)
+    args = [visitor.visit(a) for a in call.args]
+    if not args or not isinstance(args[0], str) or not args[0].strip():
+        what = fname.rsplit(".", 1)[-1]
+        raise visitor.b.error(f"T.{what} takes the size names as a string, got "
+                              f"{describe(args[0]) if args else 'nothing'}",
+                              hint=f'e.g. N = T.{what}("N") or M, N = T.{what}("M, N")')

@@ -23,7 +23,7 @@ from tilec import config
 from tilec.dialects import tile
 from tilec.dtypes import as_dtype
 from tilec.errors import SourceLoc, TilecError
-from tilec.language.structure import Symbol, Tensor
+from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
 from . import calls
@@ -52,6 +52,19 @@ _UNSUPPORTED_HINTS = {
     "FunctionDef": "define helpers outside the kernel and decorate them with @T.macro",
     "Await": "kernels are not async",
 }
+
+
+def _slice_extent(node: ast.Slice) -> ast.expr | None:
+    """`n` for a slice written `s:s + n` whose start reads memory or calls (`idx[i]:idx[i] + n`), so the
+    start is read once and the extent is n."""
+    upper, lower = node.upper, node.lower
+    if lower is None or not (isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add)):
+        return None
+    if ast.dump(upper.left) != ast.dump(lower):
+        return None
+    if not any(isinstance(n, ast.Subscript | ast.Call) for n in ast.walk(lower)):
+        return None  # arithmetic on names evaluates to the same value twice (the affine extent sees it)
+    return upper.right
 
 
 MAX_MACRO_DEPTH = 24
@@ -231,6 +244,17 @@ class KernelVisitor(ast.NodeVisitor):
                                hint="index the tile to compare one element")
         return value
 
+    def undecided(self, cond, what: str) -> bool:
+        """A condition on sizes not bound yet: skipped while probing an eager kernel's signature
+        (the real build decides it), a located error anywhere else."""
+        if not is_symbolic(cond):
+            return False
+        if getattr(self.program, "probing", False):
+            return True
+        raise self.b.error(f"{what} on {cond!r}: the size is not known at this point",
+                           hint="sizes from T.dynamic are run-time values inside the kernel; T.const sizes are "
+                                "bound from the tensors")
+
     def require_kernel(self, what: str) -> None:
         """Run-time work (element access, run-time `if`, asserts) happens inside the one T.Kernel."""
         if self.kernel is None:
@@ -338,6 +362,8 @@ class KernelVisitor(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         cond = self.condition(self.visit(node.test), "`if`")
+        if self.undecided(cond, "`if`"):
+            return
         if not isinstance(cond, Scalar):
             self.visit_body(node.body if cond else node.orelse)
             return
@@ -398,6 +424,8 @@ class KernelVisitor(ast.NodeVisitor):
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.rvalue(self.visit(node.test))
+        if self.undecided(cond, "`assert`"):
+            return
         msg = "" if node.msg is None else str(self.visit(node.msg))
         if isinstance(cond, Scalar):
             self.require_kernel("a run-time `assert`")
@@ -463,6 +491,8 @@ class KernelVisitor(ast.NodeVisitor):
                     raise self.b.error(f"`{type(op).__name__}` needs compile-time operands")
                 value = {ast.Is: lambda: left is right, ast.IsNot: lambda: left is not right,
                          ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
+            elif is_symbolic(left) or is_symbolic(right):
+                value = SizeExpr(_CMPOP[type(op)], (left, right))
             elif not isinstance(left, Scalar) and not isinstance(right, Scalar):
                 try:  # compile-time values (None, strings, dtypes, ...) compare as Python does
                     value = _PY_COMPARE[type(op)](left, right)
@@ -529,7 +559,11 @@ class KernelVisitor(ast.NodeVisitor):
             if node.step is not None:
                 raise self.b.error("strided slices of tiles are not supported")
             start = None if node.lower is None else self.rvalue(self.visit(node.lower))
-            stop = None if node.upper is None else self.rvalue(self.visit(node.upper))
+            extent = _slice_extent(node)
+            if extent is not None:  # `s:s + n` with a run-time s (a loaded index): the extent is n
+                stop = self.b.binop("+", start, self.rvalue(self.visit(extent)))
+            else:
+                stop = None if node.upper is None else self.rvalue(self.visit(node.upper))
             return SliceIndex(start, stop)
         return self.rvalue(self.visit(node))
 

@@ -132,7 +132,7 @@ class Builder:
     def affine_of(self, value) -> Affine | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return Affine(value)
-        if isinstance(value, Scalar) and value.is_index:
+        if isinstance(value, Scalar) and value.is_int and not value.is_bool:  # an index or an integer
             return self.affine.get(value.ssa, Affine.of(value.ssa))
         return None
 
@@ -154,6 +154,9 @@ class Builder:
         d = as_dtype(dtype)
         if d is None:
             raise self.error(f"unknown dtype {dtype!r}", hint="use T.float16, T.float32, T.int32, ...")
+        if not d.computable:
+            raise self.error(f"cast to {d.name}: tilec cannot compute with this dtype (a storage format)",
+                             hint="cast to float16 / bfloat16 / float32 or an integer type")
         return Scalar(self.to_ssa(value, d.ir))
 
     # -- typing -------------------------------------------------------------
@@ -214,7 +217,7 @@ class Builder:
         return Scalar(result)
 
     def _track_affine(self, op: str, a, b, result: SSAValue) -> None:
-        if not isinstance(result.type, IndexType):
+        if not isinstance(result.type, IndexType | IntegerType) or result.type == i1:
             return
         fa, fb = self.affine_of(a), self.affine_of(b)
         if fa is None or fb is None:

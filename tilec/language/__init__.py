@@ -5,15 +5,23 @@ is the contract).  These functions only carry signatures and documentation;
 the frontend (`tilec.frontend`) turns calls to them into tile IR.
 """
 
-from tilec.dtypes import BY_NAME as _DTYPES
-
 from .alloc import alloc_barrier, alloc_fragment, alloc_local, alloc_shared, alloc_var, reshape, view
+from . import dtypes, fp8
 from .copy import clear, copy, fill, tma_copy
+from .dtypes import (
+    bfloat16, bool, double, dtype, float, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e4m3, float8_e4m3fn,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int4, int8, int16, int32, int64, long, short,
+    tfloat32, uint, uint8, uint16, uint32, uint64,
+)
 from .gemm import GemmWarpPolicy, gemm
+from .hints import (
+    annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg, disable_warp_group_reg_alloc,
+    inc_max_nreg, no_set_max_nreg, set_max_nreg,
+)
 from .loop import Parallel, Pipelined, Serial, serial, unroll, vectorized
 from .math import (
-    abs, cast, ceil, ceildiv, cos, erf, exp, exp2, floor, if_then_else, infinity, log, log2, max, min,
-    pow, rsqrt, sigmoid, sin, sqrt, tanh,
+    Cast, abs, cast, ceil, ceildiv, clamp, cos, erf, exp, exp2, floor, floordiv, floormod, if_then_else, infinity,
+    log, log2, max, min, pow, reinterpret, rsqrt, sigmoid, sin, sqrt, tanh,
 )
 from .structure import (
     Buffer, Kernel, Macro, PrimFunc, Symbol, Tensor, const, dynamic, empty, get_block_binding,
@@ -25,29 +33,21 @@ from .sync import (
     mbarrier_wait_parity, print, sync_threads, use_swizzle,
 )
 
-float16 = _DTYPES["float16"]
-bfloat16 = _DTYPES["bfloat16"]
-float32 = _DTYPES["float32"]
-float64 = _DTYPES["float64"]
-float8_e4m3fn = _DTYPES["float8_e4m3fn"]
-float8_e5m2 = _DTYPES["float8_e5m2"]
-int8 = _DTYPES["int8"]
-int16 = _DTYPES["int16"]
-int32 = _DTYPES["int32"]
-int64 = _DTYPES["int64"]
-uint8 = _DTYPES["uint8"]
-bool = _DTYPES["bool"]  # noqa: A001 - TileLang's name
-
 __all__ = [
-    "Buffer", "GemmWarpPolicy", "Kernel", "Macro", "Parallel", "Pipelined", "PrimFunc", "Serial",
-    "Symbol", "Tensor", "abs", "alloc_barrier", "alloc_fragment", "alloc_local", "alloc_shared",
-    "alloc_var", "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16", "bool",
-    "cast", "ceil", "ceildiv", "clear", "const", "copy", "cos", "cummax", "cumsum",
-    "device_assert", "dynamic", "empty", "erf", "exp", "exp2", "fill", "float16", "float32",
-    "float64", "float8_e4m3fn", "float8_e5m2", "floor", "gemm", "get_block_binding",
-    "get_thread_binding", "if_then_else", "infinity", "int16", "int32", "int64", "int8", "log",
-    "log2", "macro", "max", "mbarrier_arrive", "mbarrier_wait_parity", "min", "pow", "prim_func",
-    "print", "reduce_absmax", "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum",
-    "reshape", "rsqrt", "serial", "sigmoid", "sin", "sqrt", "symbolic", "sync_threads", "tanh",
-    "tma_copy", "uint8", "unroll", "use_swizzle", "vectorized", "view",
+    "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg", "disable_warp_group_reg_alloc",
+    "inc_max_nreg", "no_set_max_nreg", "set_max_nreg",
+    "abs", "alloc_barrier", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var",
+    "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16", "bool", "Buffer",
+    "Cast", "cast", "ceil", "ceildiv", "clamp", "clear", "const", "copy", "cos", "cummax", "cumsum",
+    "device_assert", "double", "dtype", "dtypes", "dynamic", "empty", "erf", "exp", "exp2", "fill",
+    "float", "float16", "float32", "float4_e2m1fn", "float64", "float6_e2m3fn", "float6_e3m2fn",
+    "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
+    "floormod", "fp8", "gemm", "GemmWarpPolicy", "get_block_binding", "get_thread_binding", "half",
+    "if_then_else", "infinity", "int", "int16", "int32", "int4", "int64", "int8", "Kernel", "log",
+    "log2", "long", "Macro", "macro", "max", "mbarrier_arrive", "mbarrier_wait_parity", "min",
+    "Parallel", "Pipelined", "pow", "prim_func", "PrimFunc", "print", "reduce_absmax",
+    "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "reinterpret", "reshape", "rsqrt",
+    "Serial", "serial", "short", "sigmoid", "sin", "sqrt", "Symbol", "symbolic", "sync_threads",
+    "tanh", "Tensor", "tfloat32", "tma_copy", "uint", "uint16", "uint32", "uint64", "uint8",
+    "unroll", "use_swizzle", "vectorized", "view",
 ]

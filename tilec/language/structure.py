@@ -11,8 +11,30 @@ from tilec.dtypes import DType, as_dtype
 from ._builtin import builtin
 
 
+class _Arith:
+    """Arithmetic on a size that is not known yet builds a `SizeExpr` (e.g. `M // block_M` in an eager
+    kernel's annotations, before the caller's tensors bind M)."""
+
+    def _op(self, op, other, reflected=False):
+        return SizeExpr(op, (other, self) if reflected else (self, other))
+
+    def __add__(self, o): return self._op("+", o)
+    def __radd__(self, o): return self._op("+", o, True)
+    def __sub__(self, o): return self._op("-", o)
+    def __rsub__(self, o): return self._op("-", o, True)
+    def __mul__(self, o): return self._op("*", o)
+    def __rmul__(self, o): return self._op("*", o, True)
+    def __floordiv__(self, o): return self._op("//", o)
+    def __rfloordiv__(self, o): return self._op("//", o, True)
+    def __truediv__(self, o): return self._op("/", o)
+    def __rtruediv__(self, o): return self._op("/", o, True)
+    def __mod__(self, o): return self._op("%", o)
+    def __rmod__(self, o): return self._op("%", o, True)
+    def __neg__(self): return SizeExpr("-", (0, self))
+
+
 @dataclass(frozen=True)
-class Symbol:
+class Symbol(_Arith):
     """A named size: `T.dynamic("M")` (bound at run time) or `T.const("M")` (a specialization key)."""
 
     name: str
@@ -23,9 +45,29 @@ class Symbol:
         return f"T.{'dynamic' if self.dynamic else 'const'}({self.name!r})"
 
 
-def dynamic(name: str, dtype: str = "int32") -> Symbol:
-    """A size known only at run time, bound from the tensors' shapes at each call."""
-    return Symbol(name, True, dtype)
+@dataclass(frozen=True, eq=False)
+class SizeExpr(_Arith):
+    """An expression of sizes not bound yet (`op` over `args`: "+", "//", "ceildiv", "max", ...)."""
+
+    op: str
+    args: tuple
+
+    def __repr__(self) -> str:
+        a = ", ".join(map(repr, self.args))
+        return f"({self.args[0]!r} {self.op} {self.args[1]!r})" if len(self.args) == 2 and not self.op.isalpha() \
+            else f"{self.op}({a})"
+
+
+def is_symbolic(value) -> bool:
+    """Whether `value` is a size not bound yet (a Symbol or an expression of one)."""
+    return isinstance(value, Symbol | SizeExpr)
+
+
+def dynamic(name: str, dtype: str = "int32") -> Symbol | tuple[Symbol, ...]:
+    """A size known only at run time, bound from the tensors' shapes at each call ("M, N": a tuple)."""
+    names = [n.strip() for n in str(name).split(",")]
+    syms = tuple(Symbol(n, True, str(dtype)) for n in names)
+    return syms[0] if len(syms) == 1 else syms
 
 
 symbolic = dynamic
@@ -84,7 +126,7 @@ class PrimFunc:
         specs = []
         for name in inspect.signature(self.fn).parameters:
             ann = hints.get(name)
-            if isinstance(ann, str):
+            if isinstance(ann, str) and not isinstance(ann, DType):
                 try:
                     ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation
                 except Exception as e:  # noqa: BLE001 - any mistake in the annotation is the user's

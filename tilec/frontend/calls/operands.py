@@ -46,6 +46,16 @@ def dtype_of(v, dtype, what: str) -> DType:
     if d is None:
         raise v.b.error(f"{what}: unknown dtype {dtype!r}",
                         hint="use T.float16, T.bfloat16, T.float32, T.int32, ... or a name like 'float16'")
+    return computable(v, d, what)
+
+
+def computable(v, d: DType, what: str) -> DType:
+    """`d` if kernels can compute with it; a located error naming it if it is a storage-only format."""
+    if not d.computable:
+        raise v.b.error(f"{what}: dtype {d.name} cannot be computed with by tilec (no target has arithmetic on it)",
+                        hint="hold the data in a byte type (T.uint8 / T.int8) and unpack it with shifts and masks, "
+                             "or use float16 / bfloat16 / float32" if d.bits < 8 else
+                        "use float32 (tfloat32 is a tensor-core input precision, not a storage type)")
     return d
 
 

@@ -7,8 +7,9 @@ registers lowerings and `targets/nvptx` registers translations.
 
 `call()` dispatches a call expression inside a kernel: T.* builtins through `HANDLERS` (by
 the builtin's name, after binding the arguments against its documented signature), macros
-by inlining, dtypes as casts, and plain Python callables by calling them when every argument
-is a compile-time value.
+by inlining, dtypes as casts, plain Python callables by calling them when every argument is
+a compile-time value, and plain Python functions (`def`) called with run-time values by
+inlining them as macros (TileLang traces such helpers).
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def call(v, node, func, args: list, kwargs: dict):
         return v.b.cast(value, func) if isinstance(value, Scalar) else Scalar(v.b.to_ssa(value, func.ir))
     if isinstance(func, PrimFunc):
         raise v.b.error(f"cannot call prim_func {func.__name__} inside a kernel", hint="decorate helpers with @T.macro")
+    if inspect.isfunction(func) and any(_is_runtime(a) for a in [*args, *kwargs.values()]):
+        # A plain Python helper called with run-time values: TileLang traces it, so its body
+        # builds IR where it is called, as a T.macro's does.
+        return v.inline_macro(Macro(func), node, args, kwargs)
     args = [v.rvalue(a) for a in args]
     kwargs = {k: v.rvalue(x) for k, x in kwargs.items()}
     if func in _PY_TO_T and any(isinstance(a, Scalar) for a in args):
@@ -104,7 +109,8 @@ def call(v, node, func, args: list, kwargs: dict):
     if any(_is_runtime(a) for a in [*args, *kwargs.values()]):
         fname = getattr(func, "__name__", repr(func))
         raise v.b.error(f"cannot call Python function `{fname}` with run-time values",
-                        hint=f"decorate `{fname}` with @T.macro to inline it into the kernel")
+                        hint="use the T.* equivalent (T.floor, T.max, ...), or a Python helper written with `def`, "
+                             "which tilec inlines (as @T.macro)")
     if not callable(func):
         raise v.b.error(f"{func!r} is not callable")
     return func(*args, **kwargs)

@@ -1,0 +1,25 @@
+"""Register-allocation hints (`T.set_max_nreg`, `T.disable_warp_group_reg_alloc`, ...): see language/hints.py."""
+
+from __future__ import annotations
+
+from tilec.compiler.pass_configs import report
+
+from .operands import require_kernel, static_int
+from .registry import handles, handles_each
+
+
+@handles("disable_warp_group_reg_alloc", "no_set_max_nreg")
+def no_reallocation(v):
+    require_kernel(v, "a register-allocation hint")  # holds by construction: tilec emits no setmaxnreg
+
+
+@handles_each({"set_max_nreg": 2, "inc_max_nreg": 1, "dec_max_nreg": 1, "annotate_producer_reg_dealloc": 1,
+               "annotate_consumer_reg_alloc": 1})
+def register_count(name: str, _arity: int):
+    def handler(v, reg_count, is_inc=None):
+        require_kernel(v, f"T.{name}")
+        count = static_int(v, reg_count, "reg_count")
+        report(f"T.{name}({count}) is not applied: tilec builds no warp-specialized kernels yet, so it emits no "
+               "setmaxnreg (the kernel computes the same, with the registers ptxas assigns)", v.b.loc)
+
+    return handler

@@ -1,0 +1,67 @@
+"""The dtype names of the kernel language (`T.float16`, `T.float`, `T.dtype(x)`, ...).
+
+Every name is a `tilec.dtypes.DType`, which is a `str` as TileLang's dtypes are.
+`T.dtype(x)` normalizes a name, a torch / numpy dtype or int / float / bool. The storage-only
+names (`int4`, `tfloat32`, fp4, fp6, `float8_e8m0fnu`) exist so programs that mention them
+import; computing with one in a kernel is a located error naming it.
+"""
+
+from __future__ import annotations
+
+from tilec.dtypes import BY_NAME, DType
+
+dtype = DType
+AnyDType = DType | str
+
+float16 = BY_NAME["float16"]
+bfloat16 = BY_NAME["bfloat16"]
+float32 = BY_NAME["float32"]
+float64 = BY_NAME["float64"]
+float8_e4m3fn = BY_NAME["float8_e4m3fn"]
+float8_e4m3 = float8_e4m3fn  # TileLang's CUDA spelling
+float8_e5m2 = BY_NAME["float8_e5m2"]
+float8_e8m0fnu = BY_NAME["float8_e8m0fnu"]
+float6_e2m3fn = BY_NAME["float6_e2m3fn"]
+float6_e3m2fn = BY_NAME["float6_e3m2fn"]
+float4_e2m1fn = BY_NAME["float4_e2m1fn"]
+tfloat32 = BY_NAME["tfloat32"]
+int4 = BY_NAME["int4"]
+int8 = BY_NAME["int8"]
+int16 = BY_NAME["int16"]
+int32 = BY_NAME["int32"]
+int64 = BY_NAME["int64"]
+uint8 = BY_NAME["uint8"]
+uint16 = BY_NAME["uint16"]
+uint32 = BY_NAME["uint32"]
+uint64 = BY_NAME["uint64"]
+bool = BY_NAME["bool"]  # noqa: A001 - TileLang's name
+half = float16
+float = float32  # noqa: A001 - TileLang's name
+double = float64
+short = int16
+int = int32  # noqa: A001 - TileLang's name
+long = int64
+uint = uint32
+
+_TORCH_DTYPE_TO_STR: dict = {}
+
+
+def _torch_table() -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    for d in BY_NAME.values():
+        t = getattr(torch, d.name, None)
+        if isinstance(t, torch.dtype) and d.computable:
+            _TORCH_DTYPE_TO_STR[t] = d.name
+
+
+_torch_table()
+
+__all__ = [
+    "AnyDType", "bfloat16", "bool", "double", "dtype", "float", "float16", "float32", "float4_e2m1fn", "float64",
+    "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "half",
+    "int", "int16", "int32", "int4", "int64", "int8", "long", "short", "tfloat32", "uint", "uint16", "uint32",
+    "uint64", "uint8",
+]
