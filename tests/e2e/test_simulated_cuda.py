@@ -155,6 +155,57 @@ def test_warp_specialized_gemm_assembles(case, ptxas):
     assert "C75" not in report.log, report.log  # setmaxnreg honoured (C7508), wgmma not serialized
 
 
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
+def test_persistent_gemm_on_the_simulator(case):
+    """`tilec.persistent`: the simulator launches 3 blocks (SIM_PROCESSORS), each looping over its
+    tiles with the stage ring continuing from tile to tile."""
+    run_case(case, "sim", "cpu", pass_configs={"tilec.persistent": True}, expect_ir="nvvm.cp.async.bulk.tensor")
+
+
+def _swizzled_gelu(m, n, k):
+    import tilec.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Bias: T.Tensor((n,), T.float16),
+             C: T.Tensor((m, n), T.float16)):
+        with T.Kernel(T.ceildiv(n, 64), T.ceildiv(m, 64), threads=128) as (bx, by):
+            a = T.alloc_shared((64, 64), T.float16)
+            b = T.alloc_shared((64, 64), T.float16)
+            bias = T.alloc_shared((64,), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.use_swizzle(panel_size=2)
+            T.clear(c)
+            T.copy(Bias[bx * 64], bias)
+            for ko in T.Pipelined(T.ceildiv(k, 64), num_stages=2):
+                T.copy(A[by * 64, ko * 64], a)
+                T.copy(B[ko * 64, bx * 64], b)
+                T.gemm(a, b, c)
+            for i, j in T.Parallel(64, 64):
+                c[i, j] = T.max(c[i, j] + bias[j], 0.0)
+            T.copy(c, C[by * 64, bx * 64])
+
+    return main
+
+
+def test_persistent_gemm_with_rasterization_and_an_epilogue(ptxas):
+    """Five by three tiles on 3 simulated multiprocessors, in T.use_swizzle's order, a bias staged
+    per tile (the next tile's copy waits for this tile's readers), tails in M and N."""
+    import torch
+
+    import tilec
+
+    m, n, k = 300, 200, 128
+    configs = {"tilec.persistent": True}
+    kernel = tilec.compile(_swizzled_gelu(m, n, k), out_idx=[3], target="sim", pass_configs=configs)
+    assert "tilec.persistent" in kernel.get_ir("thread")
+    a, b, bias = torch.randn(m, k).half(), torch.randn(k, n).half(), torch.randn(n).half()
+    ref = torch.relu(a.float() @ b.float() + bias.float())
+    assert ((kernel(a, b, bias).float() - ref).norm() / ref.norm()) < 1e-3
+    ptx, report, name = assemble_case(type("C", (), {"prim": _swizzled_gelu(m, n, k), "out_idx": [3]}),
+                                      configs=configs)
+    assert "%nctaid.x" in ptx and not report.kernels[name].spills
+
+
 def _clear_then_gemm():
     import tilec.language as T
 
