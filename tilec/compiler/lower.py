@@ -4,7 +4,7 @@
       │ clone; pass_list.cuda_tile_passes(target, configs), verified after each with TILEC_VERIFY
       ▼
     tile-opt module   (kept: `Lowered.tile_opt`)
-      │ clone; convert-tile-to-thread, thread-shared-divisor
+      │ clone; convert-tile-to-thread, thread-shared-divisor, thread-sigmoid
       ▼
     thread module     (kept: `Lowered.thread`) + the LaunchSpec the runtime launches it with
 
@@ -120,6 +120,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     from tilec.dialects import context, print_ir, tile
     from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
     from tilec.passes.thread_shared_divisor import ThreadSharedDivisorPass
+    from tilec.passes.thread_sigmoid import ThreadSigmoidPass
 
     grid = grid_expr(program)
     dump_dir = config.DUMP_IR if dump_dir is None else dump_dir
@@ -127,6 +128,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     module = tile_opt.clone()
     ConvertTileToThreadPass().apply(context(), module)
     ThreadSharedDivisorPass().apply(context(), module)  # one reciprocal per divisor, results unchanged
+    ThreadSigmoidPass().apply(context(), module)  # 1 + tanh(u) = 2·σ(2u): gelu's epilogue without cancellation
     if config.VERIFY:
         module.verify()
     if dump_dir:
