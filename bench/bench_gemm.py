@@ -56,7 +56,7 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
 if os.environ.get("BENCH_GEMM_SHAPES"):
     SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]
 DTYPES = os.environ.get("BENCH_GEMM_DTYPES", "float16,bfloat16").split(",")
-GELU_SHAPE = (4096, 4096, 1024)
+GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096x4096x1024").split("x"))
 # (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256)]

@@ -24,7 +24,11 @@ def parse_function(fn) -> tuple[ast.FunctionDef, str, int, int]:
     indent = len(lines[0]) - len(lines[0].lstrip())
     tree = ast.parse(textwrap.dedent(source))
     node = tree.body[0]
-    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef), node
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):  # a lambda, or a def built by exec
+        raise TilecError(f"{getattr(fn, '__name__', fn)} is not a `def` in its source file "
+                         f"({inspect.getsourcefile(fn) or '<unknown>'}:{first_line})",
+                         hint="write the kernel as a `def` decorated with @tilec.jit or @T.prim_func; a lambda "
+                              "cannot be a kernel")
     return node, inspect.getsourcefile(fn) or "<unknown>", first_line, indent
 
 

@@ -29,7 +29,8 @@ def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: 
     consts = [constant_value(i) for i in indices]
     if lanes is None or all(c is not None for c in consts):
         if any(c is None for c in consts) or any(m.kind == "t" for modes in view.layout.dims for m in modes):
-            raise L.error(op, "a fragment element read outside T.Parallel must be a constant index of a "
+            what = "written" if isinstance(op, tile.StoreOp) else "read"
+            raise L.error(op, f"a fragment element {what} outside T.Parallel must be a constant index of a "
                               "replicated fragment on the CUDA target",
                           hint="read fragments inside `for ... in T.Parallel(...)`")
         return view.layout.slot_of(tuple(consts))

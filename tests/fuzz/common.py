@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .expr import Leaf
-from .program import Off, Program, R, Tensor, Tile, clip, convert_unit
+from .program import Off, Program, R, Tensor, Tile, clip, convert_unit, converted
 
 LOOP_VARS = ("i", "j", "k")
 SIZES = (1, 2, 3, 4, 5, 7, 8, 12, 16, 24, 32, 48, 64, 100, 128)
@@ -203,7 +203,7 @@ def parallel_assign(prog: Program, shape, target: str, expr, write, branch=None,
 
 def write_tile(tile: Tile, src_dtype: str):
     def write(env, r: R):
-        env.tiles[tile.name] = R(r.v, r.m, r.b + convert_unit(src_dtype, tile.dtype))
+        env.tiles[tile.name] = R(converted(r.v, src_dtype, tile.dtype), r.m, r.b + convert_unit(src_dtype, tile.dtype))
 
     return write
 
@@ -217,7 +217,7 @@ def write_global(sp: Space, t: Tensor, src_dtype: str, offs: list[Off] | None = 
         if c is None:
             return
         gl = env.g[t.name]
-        gl.v[c[0]], gl.m[c[0]] = r.v[c[1]], r.m[c[1]]
+        gl.v[c[0]], gl.m[c[0]] = converted(r.v[c[1]], src_dtype, t.dtype), r.m[c[1]]
         gl.b = max(gl.b, r.b + convert_unit(src_dtype, t.dtype))
 
     return write

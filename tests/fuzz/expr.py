@@ -222,11 +222,11 @@ def _pow(a: Expr, e: float) -> Expr | None:
 def _cast(a: Expr, dtype: str, style: str) -> Expr | None:
     if a.dtype is None:
         return None
-    from .program import convert_unit
+    from .program import convert_unit, converted
 
     def fn(env):
         x = a.fn(env)
-        return R(x.v, x.m, x.b + convert_unit(a.dtype, dtype))
+        return R(converted(x.v, a.dtype, dtype), x.m, x.b + convert_unit(a.dtype, dtype))
 
     text = f"T.cast({a.text}, T.{dtype})" if style == "cast" else f"{a.text}.astype(T.{dtype})"
     if style != "cast" and not (a.text.endswith("]") or a.text.endswith(")")):

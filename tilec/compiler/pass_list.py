@@ -37,6 +37,6 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileStageEpiloguePass(limit=target.smem_per_block)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass(limit=target.smem_per_block)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
-        TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, THE shared-memory budget check
+        TilePlanSharedMemoryPass(limit=target.smem_per_block, target=target.name),  # offsets, reuse, THE shared-memory budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
     ]
