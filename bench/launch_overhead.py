@@ -5,8 +5,9 @@ A small element-wise add (4096 float16) is called back to back many times; the G
 tiny, so the wall time per call is the host's launch path. The "compiled" row calls the
 JITKernel that `add.compile(N=...)` returns; the "eager" row calls the `@tilec.jit` function
 itself with the tensors, which binds `T.const N` from their shapes and looks the kernel up on
-every call (issue 8: within 10 % of the compiled call). With `--profile`, the eager pycuda
-path is profiled and the top functions are printed.
+every call (issue 8: within 10 % of the compiled call). With `--profile`, the eager call
+(`--loader=cuda-bindings` for that loader, pycuda by default) is profiled and the top functions
+are printed.
 
     python bench/launch_overhead.py            # on a GPU
     python bench/launch_overhead.py --cpu      # the same rows on the interpreter (no GPU needed)
@@ -74,7 +75,8 @@ def main(argv: list[str]) -> int:
         print(f"host time per call, {N}-element float16 add, {CALLS} calls back to back")
     print_table(["impl", "us per call"], [[n, f"{us:.1f}"] for n, us in timed])
     if "--profile" in argv:
-        eager = tilec.jit(add.fn, target="interp" if cpu else "auto", execution_backend="auto" if cpu else "pycuda")
+        loader = next((a.split("=", 1)[1] for a in argv if a.startswith("--loader=")), "pycuda")
+        eager = tilec.jit(add.fn, target="interp" if cpu else "auto", execution_backend="auto" if cpu else loader)
         eager(a, b)
         profiler = cProfile.Profile()
         profiler.enable()
