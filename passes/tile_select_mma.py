@@ -3,7 +3,7 @@
 Requires: nothing (runs before tile-infer-layout).
 Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, with M % 16,
   N % 8 and K % 16 zero and a warp grid that divides its tile, carries `mma = "m16n8k16"`
-  (mma.sync, sm_80 and later); tile-infer-layout then gives its accumulator the fragment
+  (mma.sync, sm_80 and later), the `mma` property of the op; tile-infer-layout then gives its accumulator the fragment
   layout of that instruction and convert-tile-to-thread issues it.  Its shared operands
   that `T.annotate_layout` does not lay out get `swizzle = <bytes>`: the XOR swizzle of
   their row width, at most 128 bytes (none below 32), which every access then applies.
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.passes import ModulePass
-
 from tilec.dialects import tile
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
 
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout
 
@@ -110,12 +109,12 @@ class TileSelectMmaPass(ModulePass):
                 continue
             plan = wgmma_operands(gemm, kernel.num_threads) if self.wgmma and self.arch == "sm_90a" else None
             if plan is not None:
-                gemm.attributes["mma"] = StringAttr("wgmma")
-                for alloc, attrs in plan.items():
-                    for key, value in attrs.items():
-                        alloc.attributes[key] = IntegerAttr(value, i64)
+                gemm.mma = tile.MmaKindAttr(tile.MmaKind.WGMMA)
+                for alloc, facts in plan.items():
+                    for key, value in facts.items():  # the alloc's `swizzle` / `chunk` properties
+                        setattr(alloc, key, IntegerAttr(value, i64))
             elif mma_fits(gemm, kernel.num_threads):
-                gemm.attributes["mma"] = StringAttr("m16n8k16")
+                gemm.mma = tile.MmaKindAttr(tile.MmaKind.M16N8K16)
                 for operand in (gemm.a, gemm.b):
                     _swizzle_operand(operand)
 
@@ -124,10 +123,10 @@ def _swizzle_operand(value) -> None:
     """A shared operand without a layout of its own gets the XOR swizzle of its row width (up to
     128 bytes), so that the 8 rows each ldmatrix reads fall into 8 different bank groups."""
     alloc = _plain_shared(value)
-    if alloc is None or "swizzle" in alloc.attributes:
+    if alloc is None or alloc.swizzle is not None:
         return
     typ = alloc.result.type
     row = typ.shape[-1] * ((typ.element_type.bitwidth + 7) // 8)
     if row < 32 or row & (row - 1) and row % 128:
         return
-    alloc.attributes["swizzle"] = IntegerAttr(min(row, 128), i64)
+    alloc.swizzle = IntegerAttr(min(row, 128), i64)

@@ -1,7 +1,7 @@
 """Warp-specialize a `T.Pipelined` wgmma loop: a producer warpgroup streams its tiles in with TMA.
 
-Requires: tile-legalize-bounds; tile-select-mma (the loop's gemms carry `mma = "wgmma"` and
-  their shared operands the swizzle / chunk the TMA boxes take); runs instead of tile-pipeline
+Requires: tile-legalize-bounds; tile-select-mma (the loop's gemms have `mma = "wgmma"` and
+  their shared operands the `swizzle` / `chunk` the TMA boxes take); runs instead of tile-pipeline
   for the loop it transforms (tile-pipeline leaves "serial" loops alone) and before
   tile-infer-layout, tile-plan-shared-memory and tile-insert-barriers.
 Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipelined" with
@@ -11,9 +11,10 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits for a free
   stage (`empty`) and announces its bytes (`full`). Each consumer iteration waits for its stage,
   runs the gemms asynchronously (`in_flight = 1`: one group stays in flight across iterations)
-  and releases the stage of the iteration before; after the loop, `tile.gemm_wait`.
+  and releases the stage of the iteration before; after the loop, `tile.gemm_wait`. The loop
+  becomes "serial" with `warp_specialized_stages = S`.
 Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline, with the
-  reason in the loop's `warp_specialize` attribute when a loop was a candidate.
+  reason in the loop's `not_warp_specialized` property when a loop was a candidate.
 
     tile.for %k ... { tile.copy %a(k), %A_s ; tile.copy %b(k), %B_s ; tile.gemm %A_s, %B_s, %C }
   becomes
@@ -32,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
@@ -39,10 +41,15 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilec.dialects import tile
-
 from .analysis import constant_value, value_range
-from .loop_stages import Builder, StagedCopy, clone_slice, pure, staged_copy, writes_global
+from .loop_stages import (
+    Builder,
+    StagedCopy,
+    clone_slice,
+    pure,
+    staged_copy,
+    writes_global,
+)
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
 
@@ -64,10 +71,8 @@ def tma_box(alloc: tile.AllocOp) -> tuple[int, int] | None:
     if typ.rank != 2 or not esize:
         return None
     rows, cols = typ.shape
-    chunk = alloc.attributes.get("chunk")
-    width = chunk.value.data if chunk is not None and cols > chunk.value.data else cols
-    swizzle = alloc.attributes.get("swizzle")
-    span = swizzle.value.data if swizzle is not None else 0
+    width = alloc.chunk_columns or cols
+    span = alloc.swizzle_bytes
     inner = width * esize
     if rows > 256 or width > 256 or inner % 16 or (span and inner > span) or (not span and inner > 128):
         return None
@@ -104,7 +109,7 @@ def _top_loops(kernel: tile.KernelOp) -> list[tile.ForOp]:
 
 def _decline(loop: tile.ForOp | None, why: str) -> None:
     if loop is not None:
-        loop.attributes["warp_specialize"] = StringAttr(f"declined: {why}")
+        loop.not_warp_specialized = StringAttr(why)
 
 
 def _plan(kernel: tile.KernelOp) -> _Plan | None:
@@ -126,7 +131,7 @@ def _plan(kernel: tile.KernelOp) -> _Plan | None:
         _decline(loop, "the loop writes global memory")
         return None
     gemms = [op for op in loop.walk() if isinstance(op, tile.GemmOp)]
-    if not gemms or any(g.attributes.get("mma") != StringAttr("wgmma") for g in gemms):
+    if not gemms or any(g.mma_kind != tile.MmaKind.WGMMA for g in gemms):
         _decline(loop, "not every gemm of the loop is a wgmma")
         return None
     copies = [c for op in loop.body.block.ops if isinstance(op, tile.CopyOp) if (c := staged_copy(op, loop))]
@@ -176,7 +181,7 @@ def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Bl
     b.ops.append(tile.YieldOp())
     new_body.add_ops(b.ops)
     producer_loop = tile.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(new_body)],
-                                      properties={"kind": StringAttr("serial")})  # a bare loop: no terminator added
+                                      properties={"kind": tile.LoopKindAttr(tile.LoopKind.SERIAL)})  # no terminator added
     producer_loop.location = loop.location
     return Block([producer_loop])
 
@@ -204,7 +209,7 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Non
             Rewriter.erase_op(op)
     gemms = [op for op in body.walk() if isinstance(op, tile.GemmOp)]
     for g in gemms:
-        g.attributes["in_flight"] = IntegerAttr(1, i64)
+        g.in_flight = IntegerAttr(1, i64)
     # the previous iteration's gemms are done once this one's are issued (one group in flight)
     tail = Builder()
     started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
@@ -218,8 +223,8 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Non
         _drop_zero_fill(loop, c, [g for g in gemms if g.c is c])
     waits = [tile.GemmWaitOp(c, 0) for c in dict.fromkeys(g.c for g in gemms)]
     Rewriter.insert_op(waits, InsertPoint.after(loop))
-    loop.properties["kind"] = StringAttr("serial")
-    loop.attributes["warp_specialized_stages"] = IntegerAttr(stages, i64)
+    loop.kind = tile.LoopKindAttr(tile.LoopKind.SERIAL)
+    loop.warp_specialized_stages = IntegerAttr(stages, i64)
 
 
 _KERNEL_LEVEL = (tile.AllocOp, tile.YieldOp, tile.UseSwizzleOp, tile.AnnotateLayoutOp)
@@ -258,7 +263,7 @@ def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> 
     if first_use is not gemm or gemm.parent_op() is not loop or gemm.clear_accum.value.data:
         return
     Rewriter.erase_op(prev)
-    gemm.attributes["zero_on_entry"] = UnitAttr()
+    gemm.zero_on_entry = UnitAttr()
 
 
 def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
@@ -269,7 +274,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
             continue
         typ = c.alloc.result.type
         new = tile.AllocOp(tile.BufferType((plan.stages, *typ.shape), typ.element_type, "shared"))
-        new.attributes |= dict(c.alloc.attributes)
+        new.properties |= c.alloc.properties  # its shared layout (swizzle, chunk)
+        new.attributes |= c.alloc.attributes
         new.result.name_hint = c.alloc.result.name_hint
         new.location = c.alloc.location
         Rewriter.insert_op(new, InsertPoint.before(c.alloc))

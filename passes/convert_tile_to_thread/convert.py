@@ -149,8 +149,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
             block_ids = [bx, by]
     for arg, value in zip(kernel.body.block.args, block_ids):
         L.vmap[arg] = value
-    planned = kernel.attributes.get("smem_bytes")
-    L.planned = planned.value.data if planned is not None else None
+    L.planned = kernel.smem_bytes.value.data if kernel.smem_bytes is not None else None
     L.scratch_base = round_up(L.planned if L.planned is not None else _unplanned_bytes(kernel), SHARED_ALIGN)
     lower_block(L, kernel.body.block)
     L.emit(func.ReturnOp())

@@ -7,10 +7,6 @@ from __future__ import annotations
 import math
 
 
-from xdsl.dialects.builtin import (
-    StringAttr,
-)
-
 from tilec.dialects import tile
 
 from .context import SHARED_ALIGN, Lowerer, round_up
@@ -20,6 +16,9 @@ from .gemm_mma import lower_gemm_mma
 from .gemm_simt import lower_gemm_simt
 from .gemm_wgmma import lower_gemm_wgmma
 from .registry import uniform
+
+_BY_KIND = {tile.MmaKind.WGMMA: lower_gemm_wgmma, tile.MmaKind.M16N8K16: lower_gemm_mma, None: lower_gemm_simt}
+"""The lowering of each `mma` kind tile-select-mma chooses (None: it chose none)."""
 
 
 @uniform(tile.GemmOp)
@@ -39,11 +38,6 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     if staged:
         barrier(L)
     a, b = operands
-    if op.attributes.get("mma") == StringAttr("wgmma"):
-        lower_gemm_wgmma(L, op, a, b, c)
-    elif "mma" in op.attributes:
-        lower_gemm_mma(L, op, a, b, c)
-    else:
-        lower_gemm_simt(L, op, a, b, c)
+    _BY_KIND[op.mma_kind](L, op, a, b, c)
     if staged:
         barrier(L)  # the exchange area is free again only once every thread has read its operands

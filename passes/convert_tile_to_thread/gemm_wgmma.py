@@ -19,25 +19,23 @@ from xdsl.ir import SSAValue
 from tilec.dialects import nvvm, tile
 
 from tilec.dialects.tile.layout import Mode
+from tilec.dialects.tile.shared_layout import START_MASK
 
 from .context import Lowerer
 from .copy import barrier
 from .memory import View, shared_ptr
 
 
-_SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2)
-
-
 def _descriptor(L: Lowerer, view: View, index: list, lbo: int, sbo: int) -> SSAValue:
-    """The 64-bit shared-memory matrix descriptor of `view` from element `index` on: the unswizzled
-    shared-window address of that element / 16, LBO and SBO / 16, the swizzle mode."""
+    """The 64-bit shared-memory matrix descriptor of `view` from element `index` on
+    (`tilec.dialects.tile.WgmmaDescriptor`): the unswizzled shared-window address of that
+    element, LBO, SBO and the swizzle mode."""
     plain = dataclasses.replace(view, swizzle=0)
     addr = L.emit(llvm.PtrToIntOp(shared_ptr(L, plain, index), i64)).results[0]
     start = L.emit(arith.AndIOp(L.emit(arith.ShRUIOp(addr, L.const(4, i64))).results[0],
-                                L.const(0x3FFF, i64))).results[0]
-    fields = (lbo >> 4) << 16 | (sbo >> 4) << 32 | _SWIZZLE_CODE[view.swizzle] << 62
-    signed = fields - (1 << 64) if fields >= 1 << 63 else fields  # i64 constants are signed
-    return L.emit(arith.OrIOp(start, L.const(signed, i64))).results[0]
+                                L.const(START_MASK, i64))).results[0]
+    fields = tile.WgmmaDescriptor(0, lbo, sbo, view.swizzle).fields()  # a signed i64 constant
+    return L.emit(arith.OrIOp(start, L.const(fields, i64))).results[0]
 
 
 def _zero_filled_before(op: tile.GemmOp) -> bool:
@@ -78,7 +76,7 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     groups = L.threads // 128
     reps = m // 64 // groups
     per_thread = n // 2
-    in_flight = op.attributes.get("in_flight")
+    in_flight = op.in_flight
     if in_flight is None:  # operands written by the threads (generic proxy): fence, then all of them
         L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
                                                     "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
@@ -108,7 +106,7 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     if not (op.clear_accum.value.data or _zero_filled_before(op)):
         accs = [pack([L.frag_load(c, r * per_thread + i) for i in range(per_thread)]) for r in range(reps)]
     # tile-warp-specialize dropped the zero fill before the loop: its first iteration starts from D = A·B
-    accumulate = _after_first_iteration(L, op) if "zero_on_entry" in op.attributes else None
+    accumulate = _after_first_iteration(L, op) if op.zero_on_entry is not None else None
     L.emit(nvvm.WgmmaFenceAlignedOp())
     for ks in range(0, k, 16):
         desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)

@@ -62,7 +62,7 @@ func.func @loops() {
 // CHECK-LABEL: func.func @buffers_and_regions
 // CHECK-SAME:  (%[[A:.*]]: !tile.tensor<256x128xf16>, %[[D:.*]]: !tile.tensor<?x?xf32>)
 // CHECK:       %[[S:.*]] = tile.alloc : !tile.buffer<64x32xf16, shared>
-// CHECK:       tile.alloc {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">} : !tile.buffer<64x64xf32, fragment>
+// CHECK:       tile.alloc {layout = #tile.fragment<"(8s4,8t16)x(16t1,4s1)|r()">} : !tile.buffer<64x64xf32, fragment>
 // CHECK:       tile.alloc : !tile.buffer<8xi32, local>
 // CHECK:       tile.region %[[A]][%{{.*}}, %{{.*}}] : !tile.tensor<256x128xf16> -> !tile.tensor<64x32xf16>
 // CHECK:       tile.region %[[S]][%{{.*}}, %{{.*}}] : !tile.buffer<64x32xf16, shared> -> !tile.buffer<16x32xf16, shared>
@@ -77,7 +77,7 @@ func.func @buffers_and_regions(%A: !tile.tensor<256x128xf16>, %D: !tile.tensor<?
     %c0 = arith.constant 0 : index
     %c16 = arith.constant 16 : index
     %s = tile.alloc : !tile.buffer<64x32xf16, shared>
-    %f = tile.alloc {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">} : !tile.buffer<64x64xf32, fragment>
+    %f = tile.alloc {layout = #tile.fragment<"(8s4,8t16)x(16t1,4s1)|r()">} : !tile.buffer<64x64xf32, fragment>
     %l = tile.alloc : !tile.buffer<8xi32, local>
     %a = tile.region %A[%bx, %c0] : !tile.tensor<256x128xf16> -> !tile.tensor<64x32xf16>
     %r = tile.region %s[%c16, %c0] : !tile.buffer<64x32xf16, shared> -> !tile.buffer<16x32xf16, shared>
