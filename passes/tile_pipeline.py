@@ -54,6 +54,7 @@ from .loop_stages import (
     Builder,
     StagedCopy,
     clone_slice,
+    fitting_stages,
     pure,
     staged_copy,
     writes_global,
@@ -74,7 +75,7 @@ def _issue(copies: list[StagedCopy], buffers: dict, body: Block, iv: SSAValue, k
     return scf.IfOp(guard, [], Region(Block(b.ops)))
 
 
-def _pipeline(loop: tile.ForOp, stages: int) -> bool:
+def _pipeline(loop: tile.ForOp, stages: int, limit: int) -> bool:
     body = loop.body.block
     iv = loop.induction_var
     if writes_global(loop):
@@ -82,6 +83,12 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
     copies = [c for op in list(body.ops) if isinstance(op, tile.CopyOp)
               if (c := staged_copy(op, loop)) is not None]
     if not copies:
+        return False
+    kernel = loop.parent_op()
+    while not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    stages = fitting_stages(kernel, copies, stages, limit) or 1
+    if stages < 2:  # the loop's own buffers fit, their copies in flight would not
         return False
 
     # multi-buffered allocations, in place of the single ones
@@ -156,10 +163,13 @@ def _pipeline(loop: tile.ForOp, stages: int) -> bool:
 class TilePipelinePass(ModulePass):
     name = "tile-pipeline"
 
+    limit: int = 232448
+    """Bytes of shared memory a block may use: fewer stages where `num_stages` would not fit."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == "pipelined"]
         for loop in loops:
             stages = loop.num_stages.value.data if loop.num_stages is not None else 0
             if stages >= 2:
-                _pipeline(loop, stages)
+                _pipeline(loop, stages, self.limit)
 

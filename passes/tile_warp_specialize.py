@@ -42,14 +42,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value, value_range
-from .loop_stages import (
-    Builder,
-    StagedCopy,
-    clone_slice,
-    pure,
-    staged_copy,
-    writes_global,
-)
+from .loop_stages import Builder, StagedCopy, clone_slice, fitting_stages, pure, staged_copy, writes_global
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
 
@@ -112,7 +105,7 @@ def _decline(loop: tile.ForOp | None, why: str) -> None:
         loop.not_warp_specialized = StringAttr(why)
 
 
-def _plan(kernel: tile.KernelOp) -> _Plan | None:
+def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
     loops = _top_loops(kernel)
     loop = loops[0] if len(loops) == 1 else None
     if loop is None:
@@ -143,8 +136,25 @@ def _plan(kernel: tile.KernelOp) -> _Plan | None:
         if why is not None:
             _decline(loop, f"TMA cannot take {c.op.src.name_hint or 'a copy'}: {why}")
             return None
+    staged = {c.alloc.result for c in copies}
+    for g in gemms:  # the wgmmas run on while the next iteration starts: only TMA may fill what they read
+        for operand in (g.a, g.b):
+            if operand.type.scope == "shared" and _root(operand) not in staged:
+                _decline(loop, "a gemm operand is written by the block's threads inside the loop, where the "
+                               "asynchronous wgmma of the iteration before may still read it")
+                return None
     stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
+    stages = fitting_stages(kernel, copies, stages, limit)
+    if stages is None:
+        _decline(loop, "even one stage of its tiles does not fit the shared memory")
+        return None
     return _Plan(loop, copies, stages)
+
+
+def _root(value: SSAValue) -> SSAValue:
+    while isinstance(value.owner, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
+        value = value.owner.source
+    return value
 
 
 def _stage_and_phase(b: Builder, loop: tile.ForOp, iv: SSAValue, stages: int) -> tuple[SSAValue, SSAValue, SSAValue]:
@@ -305,8 +315,11 @@ class TileWarpSpecializePass(ModulePass):
 
     name = "tile-warp-specialize"
 
+    limit: int = 232448
+    """Bytes of shared memory a block may use: the stages are cut to fit it."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            plan = _plan(kernel)
+            plan = _plan(kernel, self.limit)
             if plan is not None:
                 warp_specialize(kernel, plan)

@@ -351,7 +351,46 @@ def _atomic_rmw(t: T, op: memref.AtomicRMWOp) -> None:
     if rmw is None:
         raise error(op, f"atomic kind {kind} (mulf/muli) has no LLVM atomicrmw")
     ptr = address(t, op.memref, op.indices, op.memref.type)
-    t.set(op, t.b.atomic_rmw(rmw, ptr, t.get(op.value), "monotonic"))
+    value = t.get(op.value)
+    if rmw in ("fmax", "fmin", "fmaximum", "fminimum") and isinstance(value.type, ir.HalfType | BFloatType):
+        t.set(op, _half_minmax_loop(t, rmw, ptr, value))
+        return
+    t.set(op, t.b.atomic_rmw(rmw, ptr, value, "monotonic"))
+
+
+_MINMAX = {"fmax": "llvm.maxnum", "fmin": "llvm.minnum", "fmaximum": "llvm.maximum", "fminimum": "llvm.minimum"}
+
+
+def _half_minmax_loop(t: T, rmw: str, ptr: ir.Value, value: ir.Value) -> ir.Value:
+    """A 16-bit float atomic min/max as a compare-and-swap loop on the 32-bit word holding it,
+    the min/max recomputed from each freshly read word. (LLVM 22's own expansion of
+    `atomicrmw fmax half` computes the new value once, before its loop, and so loses updates
+    made by other threads between its load and its swap: found by the fuzzer on the H200.)"""
+    i16, i32, i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+    b = t.b
+    space = ptr.type.addrspace
+    addr = b.ptrtoint(ptr, i64)
+    word = b.inttoptr(b.and_(addr, i64(-4)), ir.PointerType(addrspace=space))
+    shift = b.trunc(b.shl(b.and_(addr, i64(2)), i64(3)), i32)
+    keep = b.not_(b.shl(i32(0xFFFF), shift))
+    start = b.load(word, typ=i32, align=4)
+    entry = b.block
+    loop, done = t.fn.append_basic_block("minmax.cas"), t.fn.append_basic_block("minmax.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    old = b.phi(i32)
+    old.add_incoming(start, entry)
+    current = b.bitcast(b.trunc(b.lshr(old, shift), i16), value.type)
+    name = f"{_MINMAX[rmw]}.{'f16' if isinstance(value.type, ir.HalfType) else 'bf16'}"
+    fn = t.intrinsic(name, value.type, [value.type, value.type])
+    combined = b.call(fn, [current, value])
+    new = b.or_(b.and_(old, keep), b.shl(b.zext(b.bitcast(combined, i16), i32), shift))
+    pair = b.cmpxchg(word, old, new, "monotonic", "monotonic")
+    seen, ok = b.extract_value(pair, 0), b.extract_value(pair, 1)
+    old.add_incoming(seen, loop)
+    b.cbranch(ok, done, loop)
+    b.position_at_end(done)
+    return current
 
 
 # ------------------------------------------------------------------------------- vector

@@ -32,9 +32,9 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)] if mma else []),  # tensor cores
-        *([TileWarpSpecializePass()] if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
+        *([TileWarpSpecializePass(limit=target.smem_per_block)] if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         *([TileStageEpiloguePass(limit=target.smem_per_block)] if specialize else []),  # their results: 16-byte stores
-        *([TilePipelinePass()] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
+        *([TilePipelinePass(limit=target.smem_per_block)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(limit=target.smem_per_block),  # offsets, reuse, THE shared-memory budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
