@@ -125,15 +125,23 @@ class ScopeAttr(EnumAttribute[Scope], SpacedOpaqueSyntaxAttribute):
 
 
 class AtomicRMWKind(IntEnum):
-    """The codes of upstream `memref.atomic_rmw`'s `kind` (MLIR's arith::AtomicRMWKind) that the
-    lowering emits and the simulator and the NVPTX translation decode."""
+    """The codes of upstream `memref.atomic_rmw`'s `kind` (MLIR's arith::AtomicRMWKind, in its
+    enum order): what the lowering emits (`atomic_rmw_kind`), the simulator and the NVPTX
+    translation decode."""
 
     ADDF = 0
     ADDI = 1
+    ASSIGN = 2
     MAXIMUMF = 3
     MAXS = 4
+    MAXU = 5
     MINIMUMF = 6
     MINS = 7
+    MINU = 8
+    MULF = 9
+    MULI = 10
+    ORI = 11
+    ANDI = 12
     MAXNUMF = 13
     MINNUMF = 14
 
