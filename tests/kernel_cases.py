@@ -380,6 +380,46 @@ SWIZZLE_CASES = [
 ]
 
 
+def gemm_region_operands(m, n, k, dtype, transpose_b=False, a_region=False, bk=32):
+    """Each block holds all of K of its B tile in one shared buffer and multiplies a K-slice of it
+    per iteration: `B_s[ko * bk:ko * bk + bk, :]`, a region at a run-time offset, which ldmatrix
+    cannot address (issue 8, item 5); with `a_region` A's slices are regions of one buffer too."""
+    assert not (transpose_b and a_region), "a case varies one operand at a time"
+    b_shape, b_tile = ((n, k), (64, k)) if transpose_b else ((k, n), (k, 64))
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), T.float32)):
+        with T.Kernel(n // 64, m // 64, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, k if a_region else bk), dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.copy(B[bx * 64, 0] if transpose_b else B[0, bx * 64], B_s)
+            if a_region:
+                T.copy(A[by * 64, 0], A_s)
+            T.clear(c)
+            for ko in T.serial(k // bk):
+                if not a_region:
+                    T.copy(A[by * 64, ko * bk], A_s)
+                if a_region:
+                    T.gemm(A_s[:, ko * bk:ko * bk + bk], B_s[ko * bk:ko * bk + bk, :], c)
+                elif transpose_b:
+                    T.gemm(A_s, B_s[:, ko * bk:ko * bk + bk], c, transpose_B=True)
+                else:
+                    T.gemm(A_s, B_s[ko * bk:ko * bk + bk, :], c)
+            T.copy(c, C[by * 64, bx * 64])
+
+    return main
+
+
+# Gemm operands that are regions of a shared tile at run-time offsets (issue 8, item 5).
+REGION_OPERAND_CASES = [
+    Case(f"gemm_region_{dtype}{'_bt' if bt else ''}{'_a' if ar else ''}",
+         gemm_region_operands(128, 128, 64, dtype, bt, ar), [2], _gemm_inputs(128, 128, 64, dtype, bt),
+         _gemm_ref(bt), tol=1e-3)
+    for (dtype, bt, ar) in [("float16", False, False), ("bfloat16", True, False), ("float16", False, True)]
+]
+
+
 # --------------------------------------------------------------------------- #
 # Regressions: thread counts that are not powers of two, overlapping copies
 # --------------------------------------------------------------------------- #
