@@ -74,3 +74,13 @@ def test_wgmma_gemm_on_the_gpu(case):
         run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_wgmma": True}, expect_ir="nvvm.wgmma.mma_async")
         run_case(case, "cuda", "cuda", pass_configs={"tl.disable_warp_specialized": True},
                  expect_ir="nvvm.wgmma.mma_async")  # and with the cp.async stages
+
+
+from kernel_cases import REGION_OPERAND_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("case", REGION_OPERAND_CASES, ids=[c.name for c in REGION_OPERAND_CASES])
+def test_region_operand_gemm_on_the_gpu(case):
+    """A gemm operand that is a shared region at a run-time offset (issue 8, item 5): mma.sync
+    reads it by pairs of elements (ldmatrix cannot address it)."""
+    run_case(case, "cuda", "cuda", expect_ir="nvvm.mma.sync")
