@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from tilec.dialects import tile
 from tilec.dialects.tile.layout import Layout, Mode
 
 __all__ = ["default_layout", "gemm_accumulator_layout", "mma_accumulator_layout", "mma_warp_grid",
@@ -133,15 +134,15 @@ def gemm_accumulator_layout(m: int, n: int, threads: int) -> Layout:
                   (Mode(rep, "t", tn * tm),) if rep > 1 else ())
 
 
-def mma_warp_grid(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | None:
+def mma_warp_grid(m: int, n: int, warps: int, policy: tile.GemmPolicy | str) -> tuple[int, int] | None:
     """(warps along M, warps along N) for m16n8k16 tiles of an m x n accumulator, or None."""
     if m % 16 or n % 8:
         return None
     options = [(wm, warps // wm) for wm in range(1, warps + 1) if warps % wm == 0]
     options = [(wm, wn) for wm, wn in options if (m // 16) % wm == 0 and (n // 8) % wn == 0]
-    if policy == "full_row":
+    if policy == tile.GemmPolicy.FULL_ROW:
         options = [o for o in options if o[1] == 1] or options
-    elif policy == "full_col":
+    elif policy == tile.GemmPolicy.FULL_COL:
         options = [o for o in options if o[0] == 1] or options
     if not options:
         return None
@@ -149,7 +150,7 @@ def mma_warp_grid(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | 
     return min(options, key=lambda o: abs(m // o[0] - n // o[1]))
 
 
-def mma_accumulator_layout(m: int, n: int, threads: int, policy: str = "square") -> Layout | None:
+def mma_accumulator_layout(m: int, n: int, threads: int, policy: tile.GemmPolicy | str = tile.GemmPolicy.SQUARE) -> Layout | None:
     """The layout of an m x n f32 accumulator of mma.sync m16n8k16 over the block's warps.
 
     Within one 16x8 tile, lane = (row % 8) * 4 + (col % 8) // 2 and register

@@ -5,7 +5,6 @@ iteration, and a small builder for the new ops."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from tilec.dialects import tile
@@ -128,13 +127,9 @@ def fitting_stages(kernel: tile.KernelOp, copies: list[StagedCopy], stages: int,
     """At most `stages`, as many as fit `limit` bytes with the kernel's other shared buffers (an
     estimate that adds everything up, as if nothing shared bytes: the planner may do better)."""
     staged = {c.alloc for c in copies}
-
-    def nbytes(alloc) -> int:
-        typ = alloc.result.type
-        return math.prod(typ.shape) * max(1, (typ.element_type.bitwidth + 7) // 8)
-    others = sum(nbytes(op) for op in kernel.walk() if isinstance(op, tile.AllocOp)
+    others = sum(op.nbytes for op in kernel.walk() if isinstance(op, tile.AllocOp)
                  and op.result.type.scope == "shared" and op not in staged)
-    per_stage = sum(nbytes(a) for a in staged)
+    per_stage = sum(a.nbytes for a in staged)
     while stages >= 1 and others + stages * per_stage + 1024 > limit:  # 1 KB: barriers, alignment
         stages -= 1
     return stages if stages >= 1 else None

@@ -167,7 +167,7 @@ class TilePipelinePass(ModulePass):
     """Bytes of shared memory a block may use: fewer stages where `num_stages` would not fit."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == "pipelined"]
+        loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == tile.LoopKind.PIPELINED]
         for loop in loops:
             stages = loop.num_stages.value.data if loop.num_stages is not None else 0
             if stages >= 2:

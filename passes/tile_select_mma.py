@@ -126,7 +126,7 @@ def _swizzle_operand(value) -> None:
     if alloc is None or alloc.swizzle is not None:
         return
     typ = alloc.result.type
-    row = typ.shape[-1] * ((typ.element_type.bitwidth + 7) // 8)
+    row = typ.shape[-1] * tile.element_bytes(typ.element_type)
     if row < 32 or row & (row - 1) and row % 128:
         return
     alloc.swizzle = IntegerAttr(min(row, 128), i64)

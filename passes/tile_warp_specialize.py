@@ -97,7 +97,7 @@ class _Plan:
 
 
 def _top_loops(kernel: tile.KernelOp) -> list[tile.ForOp]:
-    return [op for op in kernel.body.block.ops if isinstance(op, tile.ForOp) and op.kind.data == "pipelined"]
+    return [op for op in kernel.body.block.ops if isinstance(op, tile.ForOp) and op.kind.data == tile.LoopKind.PIPELINED]
 
 
 def _decline(loop: tile.ForOp | None, why: str) -> None:
@@ -114,7 +114,7 @@ def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
     if y != 1 or z != 1 or x % 128:
         _decline(loop, "the block is not a whole number of warpgroups in one dimension")
         return None
-    if any(isinstance(op, tile.ForOp) and op.kind.data == "pipelined" for op in loop.walk() if op is not loop):
+    if any(isinstance(op, tile.ForOp) and op.kind.data == tile.LoopKind.PIPELINED for op in loop.walk() if op is not loop):
         _decline(loop, "a pipelined loop inside it")
         return None
     if any(isinstance(op, tile.WarpSpecializeOp | tile.TmaLoadOp | tile.AllocBarrierOp) for op in kernel.walk()):

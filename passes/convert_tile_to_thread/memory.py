@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 
+from tilec.dialects.tile import element_bytes as tile_element_bytes
 from tilec.dialects.tile import xor_swizzle
 from tilec.dialects.tile.layout import Layout
 
@@ -236,10 +237,8 @@ class _BitOps:
         return self._emit(arith.XOrIOp, a, b)
 
 
-def element_bytes(typ: Attribute) -> int:
-    from tilec.dtypes import from_ir
-
-    return max(1, from_ir(typ).bits // 8)
+element_bytes = tile_element_bytes
+"""Bytes one element takes in memory: the dialect's definition (`tilec.dialects.tile.element_bytes`)."""
 
 
 def memref_type(element_type: Attribute, count: int | None, space: int | None = None) -> MemRefType:

@@ -49,7 +49,7 @@ def lower_scan(L: Lowerer, op: tile.CumsumOp | tile.CummaxOp) -> None:
             for p in order:
                 full = index[:dim] + [p] + index[dim:]
                 x = L.load(tmp, full)
-                total = x if total is None else combine(L, "sum" if isinstance(op, tile.CumsumOp) else "max",
+                total = x if total is None else combine(L, tile.ReduceKind.SUM if isinstance(op, tile.CumsumOp) else tile.ReduceKind.MAX,
                                                          total, x)
                 L.store(tmp, full, total)
             L.emit(scf.YieldOp())

@@ -5,6 +5,7 @@ IR conventions). Each function is registered in the dispatch table with `@lowers
 from __future__ import annotations
 
 from llvmlite import ir
+from tilec.dialects.tile import AtomicRMWKind
 from xdsl.dialects import arith, builtin, func, gpu, llvm, memref, vector
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -13,8 +14,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
 )
-
-from tilec.dialects.tile import AtomicRMWKind
 
 from .translate import BFloatType, TranslationError, error, lowers
 from .translate import FunctionTranslator as T

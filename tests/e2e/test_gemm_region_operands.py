@@ -8,7 +8,6 @@ operands must be whole shared allocations, and takes mma.sync too).
 """
 
 import pytest
-
 from kernel_cases import REGION_OPERAND_CASES, run_case
 
 _IDS = [c.name for c in REGION_OPERAND_CASES]
@@ -29,10 +28,11 @@ def test_region_operand_gemm_on_the_simulator(case, mma):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("case", REGION_OPERAND_CASES, ids=_IDS)
 def test_region_operand_gemm_assembles(case, arch, ptxas):
+    from tilec.targets.nvptx import assemble, emit_ptx
+
     from tilec.compiler.lower import lower_to_thread
     from tilec.frontend import build_prim_func
     from tilec.target import resolve_target
-    from tilec.targets.nvptx import assemble, emit_ptx
 
     lowered = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target(arch), {})
     ptx = emit_ptx(lowered.thread, arch)
