@@ -976,3 +976,62 @@ func.func @parallel_layout_shape() {
   }
   func.return
 }
+
+// -----
+
+// tile.gemm: mma.sync tiles are 16x8x16.
+func.func @gemm_mma_tile_multiple() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<24x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<24x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma = m16n8k16 needs M % 16, N % 8 and K % 16 zero, got (24, 64, 32)}}
+    tile.gemm %a, %b, %c {mma = "m16n8k16"} : !tile.buffer<24x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<24x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: a count of wgmma groups left running.
+func.func @gemm_in_flight_negative() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: in_flight must be >= 0}}
+    tile.gemm %a, %b, %c {mma = "wgmma", in_flight = -1 : i64} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.load: an in-bounds element of a region that is not known to be in bounds.
+func.func @load_in_bounds_of_an_unproven_region(%A: !tile.tensor<128x64xf16>, %i: index) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %r = tile.region %A[%i, %c0] : !tile.tensor<128x64xf16> -> !tile.tensor<64x64xf16>
+    // expected-error@+1 {{tile.load: in_bounds on a view of a region that is not in_bounds itself}}
+    %v = tile.load %r[%c0, %c0] {in_bounds} : !tile.tensor<64x64xf16> -> f16
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: one transformation per loop.
+func.func @for_pipelined_and_warp_specialized() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    // expected-error@+1 {{tile.for: a loop is pipelined (pipelined_stages) or warp-specialized, not both}}
+    tile.for %i = %c0 to %c4 step %g {
+    } {pipelined_stages = 2 : i64, warp_specialized_stages = 2 : i64}
+  }
+  func.return
+}
