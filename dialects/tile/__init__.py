@@ -103,6 +103,7 @@ from .sync import (
     MBarrierArriveOp,
     MBarrierExpectTxOp,
     MBarrierWaitParityOp,
+    PersistentOp,
     TmaLoadOp,
     WarpSpecializeOp,
 )
@@ -155,6 +156,7 @@ Tile = Dialect(
         MBarrierExpectTxOp,
         TmaLoadOp,
         WarpSpecializeOp,
+        PersistentOp,
         GemmWaitOp,
         ThreadIdOp,
         PrintOp,
@@ -216,6 +218,7 @@ __all__ = [
     "MBarrierWaitParityOp",
     "MmaKind",
     "MmaKindAttr",
+    "PersistentOp",
     "ParallelOp",
     "PrintOp",
     "RasterOrder",
