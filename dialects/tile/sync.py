@@ -166,7 +166,9 @@ class MBarrierExpectTxOp(IRDLOperation):
 @irdl_op_definition
 class TmaLoadOp(IRDLOperation):
     """A global region into a shared tile by the tensor memory accelerator (`T.tma_copy`): issued by
-    one thread, asynchronous, its bytes completing on the mbarrier. The region may reach past the
+    one thread, asynchronous, its bytes completing on the mbarrier. The region of a tensor of any
+    rank (up to 5) has the tile's shape once unit dims are dropped (`[1, 128, 1, 64]` of a
+    [batch, seq, heads, dim] tensor into a 128x64 tile), with the same innermost extent. The region may reach past the
     tensor: that part of the tile is zero-filled. The shared tile's swizzle and chunking (from
     tile-select-mma) are the TMA box's layout.
 
@@ -194,8 +196,11 @@ class TmaLoadOp(IRDLOperation):
         _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
         _require(src.element_type == dst.element_type,
                  f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
-        _require(src.rank == dst.rank and src.shape == dst.shape,
-                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape")
+        squeezed = lambda shape: tuple(n for n in shape if n != 1)  # noqa: E731
+        _require(squeezed(src.shape) == squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
+                                                                 src.shape[-1] == dst.shape[-1]),
+                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape (unit dims "
+                 f"aside, the same innermost extent)")
 
 
 @irdl_op_definition

@@ -37,7 +37,10 @@ def _sm90a(case, configs: dict | None = None):
 @pytest.mark.parametrize("specialized", [True, False], ids=["ws", "cp_async"])
 @pytest.mark.parametrize("case", ATTENTION_CASES, ids=[c.name for c in ATTENTION_CASES])
 def test_attention_on_the_simulator(case, specialized):
-    run_case(case, "sim", "cpu", pass_configs={} if specialized else _NO_WS, expect_ir="nvvm.wgmma.mma_async")
+    """Warp-specialized (a TMA producer warpgroup: Q once, K and V through the stages) or with
+    cp.async stages."""
+    run_case(case, "sim", "cpu", pass_configs={} if specialized else _NO_WS,
+             expect_ir="nvvm.cp.async.bulk.tensor" if specialized else "nvvm.wgmma.mma_async")
 
 
 @pytest.mark.parametrize("case", ATTENTION_CASES, ids=[c.name for c in ATTENTION_CASES])
@@ -69,7 +72,8 @@ def _cuobjdump() -> str | None:
 
 
 def test_attention_sass_has_hgmma_with_register_a(ptxas, tmp_path):
-    """The SASS: HGMMA from two descriptors for Q K^T, HGMMA with a register A for P V."""
+    """The SASS: HGMMA from two descriptors for Q K^T, HGMMA with a register A for P V, TMA loads
+    (UTMALDG) and the register split of the warp-specialized roles (SETMAXREG)."""
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
@@ -82,6 +86,7 @@ def test_attention_sass_has_hgmma_with_register_a(ptxas, tmp_path):
     register_a = [line for line in hgmma if re.search(r"HGMMA\S* R\d+, R\d+, gdesc", line)]
     assert len(hgmma) == 16 and len(register_a) == 8, "\n".join(hgmma)
     assert "HMMA" not in sass
+    assert "UTMALDG" in sass and "USETMAXREG" in sass
 
 
 def register_a_from_an_mma_sync_accumulator():
