@@ -730,3 +730,18 @@ func.func @async_wait_negative() {
   }
   func.return
 }
+
+// -----
+
+// tile.tma_load: a region of a rank-4 tensor fills a 2-D tile when its extents are the tile's
+// once unit dims are dropped; [1, 64, 2, 32] is not a 64x64 tile.
+func.func @tma_load_region_not_the_tile(%X: !tile.tensor<1x64x2x32xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    // expected-error@+1 {{tile.tma_load: the region (1, 64, 2, 32) and the tile (64, 64) must have one shape}}
+    tile.tma_load %X, %s, %b : !tile.tensor<1x64x2x32xf16>, !tile.buffer<64x64xf16, shared>, !tile.mbarrier
+  }
+  func.return
+}
