@@ -9,9 +9,14 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   loop_stages) TMA can read, every op of the body but the allocations moves into the consumer
   region of a `tile.warp_specialize` (the kernel's own threads), and the copies become
   `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits for a free
-  stage (`empty`) and announces its bytes (`full`). Each consumer iteration waits for its stage,
-  runs the gemms asynchronously (`in_flight = 1`: one group stays in flight across iterations)
-  and releases the stage of the iteration before; after the loop, `tile.gemm_wait`.
+  stage (`empty`) and announces its bytes (`full`). A shared tile the loop's gemms read that a
+  copy fills once before the loop (attention's Q) is loaded by the producer before its loop, on
+  its own barrier (`loaded`), which the consumers wait for where the copy was. Each consumer
+  iteration waits for its stage; a loop whose one gemm is all that touches its accumulator runs
+  it asynchronously (`in_flight = 1`: one group stays in flight across iterations), releases
+  the stage of the iteration before and waits after the loop (`tile.gemm_wait`); a loop with
+  more gemms or other uses of their results (attention: Q K^T, the softmax, P V) waits for each
+  gemm (`in_flight = 0`) and releases its own stage at the end of the iteration.
 Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline, with the
   reason in the loop's `warp_specialize` attribute when a loop was a candidate.
 
