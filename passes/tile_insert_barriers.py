@@ -157,7 +157,7 @@ def synchronize_block(block: Block) -> Summary:
 def _summarize(op: Operation) -> Summary:
     if isinstance(op, tile.BarrierOp):
         return Summary(Accesses(), Accesses(), has_barrier=True)
-    if isinstance(op, tile.ForOp):
+    if isinstance(op, tile.ForOp | tile.PersistentOp):
         return _synchronize_loop(op)
     if isinstance(op, tile.WarpSpecializeOp):
         # the producer's TMA loads are ordered by mbarriers, not barriers; the consumers' own
@@ -186,7 +186,9 @@ def _surely_runs(loop: tile.ForOp) -> bool:
     return lb is not None and ub is not None and lb[1] < ub[0]
 
 
-def _synchronize_loop(loop: tile.ForOp) -> Summary:
+def _synchronize_loop(loop: tile.ForOp | tile.PersistentOp) -> Summary:
+    """A loop's body, and a barrier at its end where its next iteration (the next tile of a
+    persistent kernel) would touch what this one's end touches."""
     body = synchronize_block(loop.body.block)
     tail = body.tail
     # The next iteration's head runs after this iteration's tail.
@@ -194,7 +196,8 @@ def _synchronize_loop(loop: tile.ForOp) -> Summary:
         _insert_barrier(loop.body.block.last_op)
         tail = Accesses()
         body.has_barrier = True
-    return Summary(body.head, tail, body.has_barrier and _surely_runs(loop))
+    surely = isinstance(loop, tile.ForOp) and _surely_runs(loop)  # a block may own no tile
+    return Summary(body.head, tail, body.has_barrier and surely)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ Fails: TilecError at the kernel when the total exceeds `limit` bytes (the limit
 
 A live range is the program-order interval from a buffer's first use to its
 last, counting uses through `tile.region` / `tile.reshape` / `tile.stage` views (not
-`tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` that does
-not hold the alloc covers the whole loop.  Placement is first-fit, largest
+`tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` / `tile.persistent` that
+does not hold the alloc covers the whole loop.  Placement is first-fit, largest
 buffer first.
 
     %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
@@ -93,7 +93,7 @@ def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int
     where = user
     parent = user.parent_op()
     while parent is not None and not parent.is_ancestor(alloc):
-        if isinstance(parent, tile.ForOp | tile.ParallelOp):
+        if isinstance(parent, tile.ForOp | tile.ParallelOp | tile.PersistentOp):
             where = parent
         parent = parent.parent_op()
     return _span(where, order)

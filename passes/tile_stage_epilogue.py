@@ -1,7 +1,7 @@
 """Store a warp-specialized gemm's result through shared memory: coalesced 16-byte stores.
 
 Requires: tile-warp-specialize; runs before tile-infer-layout and tile-plan-shared-memory.
-Establishes: in the consumer region of a `tile.warp_specialize`, a top-level `tile.copy` of a
+Establishes: in the consumer region of a `tile.warp_specialize` (or its `tile.persistent` loop), a top-level `tile.copy` of a
   wgmma accumulator fragment into a global region becomes a copy into a new shared tile of the
   destination's element type (128-byte swizzle: the fragment's rows land in different banks)
   and a copy of that tile into the region. The fragment's layout gives each thread pairs of a
@@ -75,6 +75,9 @@ class TileStageEpiloguePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for ws in [w for w in op.walk() if isinstance(w, tile.WarpSpecializeOp)]:
             block = ws.consumer.block
+            tiles = next((t for t in block.ops if isinstance(t, tile.PersistentOp)), None)
+            if tiles is not None:  # a persistent kernel: the consumers' work for each tile
+                block = tiles.body.block
             accs = _accumulators(block)
             for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
                 if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):

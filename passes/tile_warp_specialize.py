@@ -23,7 +23,7 @@ Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline
     tile.for %k ... { tile.copy %a(k), %A_s ; tile.copy %b(k), %B_s ; tile.gemm %A_s, %B_s, %C }
   becomes
     %full = tile.alloc_barrier {arrive_count = 1} : !tile.mbarrier<S>
-    %empty = tile.alloc_barrier {arrive_count = <consumer threads>} : !tile.mbarrier<S>
+    %empty = tile.alloc_barrier {arrive_count = <consumer warps>} : !tile.mbarrier<S>
     tile.warp_specialize producer {
       tile.for %k { wait %empty[s], ph ^ 1 ; expect_tx %full[s] ; tma_load %a(k), stage s, %full[s] ; ... }
     } consumer {
@@ -54,6 +54,7 @@ __all__ = ["TileWarpSpecializePass", "tma_box"]
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
+
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4}
 
 
@@ -121,7 +122,7 @@ def _decline(loop: tile.ForOp | None, why: str) -> None:
         loop.attributes["warp_specialize"] = StringAttr(f"declined: {why}")
 
 
-def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
+def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False) -> _Plan | None:
     loops = _top_loops(kernel)
     loop = loops[0] if len(loops) == 1 else None
     if loop is None:
@@ -166,6 +167,8 @@ def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
             if copy not in preloads:
                 preloads.append(copy)
     stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
+    if persistent and not preloads and persistent_fits(kernel, loop):  # the epilogue's tiles get bytes of their own
+        limit -= _epilogue_bytes(kernel, loop)
     stages = fitting_stages(kernel, copies, stages, limit)
     if stages is None:
         _decline(loop, "even one stage of its tiles does not fit the shared memory")
@@ -179,15 +182,18 @@ def _root(value: SSAValue) -> SSAValue:
     return value
 
 
-def _stage_and_phase(b: Builder, loop: tile.ForOp, iv: SSAValue, stages: int) -> tuple[SSAValue, SSAValue, SSAValue]:
-    """(iteration number, its stage, the parity of its stage's round) inside `loop`."""
+def _stage_and_phase(b: Builder, loop: tile.ForOp, iv: SSAValue, stages: int,
+                     base: SSAValue | None = None) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """(iteration number, its stage, the parity of its stage's round) inside `loop`; `base`: the
+    ring positions used before the loop started (the earlier tiles of a persistent kernel)."""
     i = iv
     if constant_value(loop.lb) != 0:
         i = b.binary(arith.SubiOp, i, loop.lb)
     if constant_value(loop.step) != 1:
         i = b.binary(arith.DivUIOp, i, loop.step)
-    stage = b.binary(arith.RemUIOp, i, stages)
-    phase = b.binary(arith.RemUIOp, b.binary(arith.DivUIOp, i, stages), 2)
+    position = b.binary(arith.AddiOp, i, base) if base is not None else i
+    stage = b.binary(arith.RemUIOp, position, stages)
+    phase = b.binary(arith.RemUIOp, b.binary(arith.DivUIOp, position, stages), 2)
     return i, stage, phase
 
 
@@ -217,13 +223,13 @@ def _await_preloads(plan: _Plan, loaded: SSAValue) -> None:
             Rewriter.erase_op(source)
 
 
-def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Block:
+def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, base: SSAValue | None) -> tile.ForOp:
     loop, stages = plan.loop, plan.stages
     body = loop.body.block
     new_body = Block(arg_types=[loop.induction_var.type])
     iv = new_body.args[0]
     b = Builder()
-    _, stage, phase = _stage_and_phase(b, loop, iv, stages)
+    _, stage, phase = _stage_and_phase(b, loop, iv, stages, base)
     free = b.binary(arith.XOrIOp, phase, 1)
     b.ops.append(tile.MBarrierWaitParityOp(empty, free, stage))
     nbytes = sum(math.prod(c.alloc.result.type.shape) * _element_bytes(c.alloc.result.type.element_type)
@@ -241,15 +247,26 @@ def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Bl
     producer_loop = tile.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(new_body)],
                                       properties={"kind": StringAttr("serial")})  # a bare loop: no terminator added
     producer_loop.location = loop.location
-    return Block([producer_loop])
+    return producer_loop
 
 
-def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> None:
-    """The loop in place for the consumers: wait, read stage views, release the previous stage."""
+def _arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue) -> None:
+    """Lane 0 of each consumer warp arrives on `empty[stage]`: `wgmma.wait_group` is warp-aligned,
+    so when lane 0 is past it its whole warp is done reading the stage (8 arrivals for 256
+    consumer threads instead of 256 shared-memory atomics)."""
+    lane = b.binary(arith.RemUIOp, b.add(tile.ThreadIdOp()), 32)
+    first = b.add(arith.CmpiOp(lane, b.index(0), "eq"))
+    b.ops.append(scf.IfOp(first, [], Region(Block([tile.MBarrierArriveOp(empty, stage), scf.YieldOp()]))))
+
+
+def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: tuple | None) -> None:
+    """The loop in place for the consumers: wait, read stage views, release the previous stage.
+    `ring` (persistent kernels): the ring positions before the loop and the loop's trip count;
+    the stage of the loop's last iteration is released after the final wait, for the next tile."""
     loop, stages = plan.loop, plan.stages
     body = loop.body.block
     head = Builder()
-    i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages)
+    i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages, ring[0] if ring else None)
     head.ops.append(tile.MBarrierWaitParityOp(full, phase, stage))
     views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
     Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
@@ -274,16 +291,28 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Non
         started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
         release = Builder()
         previous = release.binary(arith.RemUIOp, release.binary(arith.AddiOp, stage, stages - 1), stages)
-        release.ops.append(tile.MBarrierArriveOp(empty, previous))
+        _arrive_per_warp(release, empty, previous)
         release.ops.append(scf.YieldOp())
         tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
     else:  # every gemm of this iteration has been waited for: its stage is free
-        tail.ops.append(tile.MBarrierArriveOp(empty, stage))
+        _arrive_per_warp(tail, empty, stage)
     Rewriter.insert_op(tail.ops, InsertPoint.before(body.last_op))
     for c in dict.fromkeys(g.c for g in gemms):
         _drop_zero_fill(loop, c, [g for g in gemms if g.c is c])
-    if overlap:  # the last iteration's group is still running
-        Rewriter.insert_op(tile.GemmWaitOp(gemms[0].c, 0), InsertPoint.after(loop))
+    if not overlap:
+        _mark(loop, stages)
+        return
+    after = Builder()
+    after.ops.append(tile.GemmWaitOp(gemms[0].c, 0))  # the last iteration's group is still running
+    if ring is not None:  # all of this tile's wgmmas are done: its last stage is free
+        base, trips = ring
+        last = after.binary(arith.SubiOp, after.binary(arith.AddiOp, base, trips), 1)
+        _arrive_per_warp(after, empty, after.binary(arith.RemUIOp, last, stages))
+    Rewriter.insert_op(after.ops, InsertPoint.after(loop))
+    _mark(loop, stages)
+
+
+def _mark(loop: tile.ForOp, stages: int) -> None:
     loop.properties["kind"] = StringAttr("serial")
     loop.attributes["warp_specialized_stages"] = IntegerAttr(stages, i64)
 
@@ -315,12 +344,18 @@ def _runs_once_at_least(loop: tile.ForOp) -> bool:
     return lb is not None and ub is not None and lb[1] < ub[0]
 
 
+def _touches(op: Operation, value: SSAValue) -> bool:
+    return any(v is value for inner in op.walk() for v in inner.operands)
+
+
 def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> None:
-    """`tile.fill c, 0.0` right before the loop, whose one gemm into c is the first op of the loop
+    """`tile.fill c, 0.0` before the loop (only ops that leave c alone between), whose one gemm into c is the first op of the loop
     to touch c: the fill goes, and that gemm starts from D = A·B in the first iteration
     (`zero_on_entry`). Zeros that ptxas would move into the accumulator registers between the
     wgmmas would make it insert a warpgroup.arrive (C7519) in every iteration."""
     prev = loop.prev_op
+    while prev is not None and not isinstance(prev, tile.FillOp) and not _touches(prev, c):
+        prev = prev.prev_op  # ops between the fill and the loop that leave c alone (a bias copy)
     if len(gemms) != 1 or not isinstance(prev, tile.FillOp) or prev.dst is not c or not _runs_once_at_least(loop):
         return
     value = prev.value.owner
@@ -335,7 +370,91 @@ def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> 
     gemm.attributes["zero_on_entry"] = UnitAttr()
 
 
-def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
+def _depends_on(value: SSAValue, args: set, body: Block) -> bool:
+    """Whether `value`, computed at the kernel's top level (`body`), depends on one of `args`."""
+    if value in args:
+        return True
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not body:
+        return False
+    return any(_depends_on(v, args, body) for v in op.operands)
+
+
+def _epilogue_bytes(kernel: tile.KernelOp, loop: tile.ForOp) -> int:
+    """The shared tiles tile-stage-epilogue will add for the results the loop's gemms store."""
+    accs = {g.c for g in loop.walk() if isinstance(g, tile.GemmOp)}
+    return sum(math.prod(op.dst.type.shape) * _element_bytes(op.dst.type.element_type)
+               for op in kernel.body.block.ops
+               if isinstance(op, tile.CopyOp) and op.src in accs and isinstance(op.dst.type, tile.TensorType))
+
+
+def persistent_fits(kernel: tile.KernelOp, loop: tile.ForOp) -> bool:
+    """Whether the kernel can run persistently: every tile runs the loop's iterations from the same
+    bounds (they do not depend on the block indices) and at least once, so that the ring of stages
+    continues from tile to tile at `tiles before * trips`."""
+    args, body = set(kernel.body.block.args), kernel.body.block
+    return _runs_once_at_least(loop) and not any(_depends_on(v, args, body) for v in (loop.lb, loop.ub, loop.step))
+
+
+def _trips(b: Builder, loop: tile.ForOp) -> SSAValue:
+    span = b.binary(arith.SubiOp, loop.ub, loop.lb)
+    if constant_value(loop.step) == 1:
+        return span
+    return b.binary(arith.DivUIOp, b.binary(arith.AddiOp, b.binary(arith.SubiOp, span, 1), loop.step), loop.step)
+
+
+def _tile_loop(kernel: tile.KernelOp, loop: tile.ForOp) -> tuple[tile.PersistentOp, Builder, tuple]:
+    """A `tile.persistent` over the kernel's grid, and the start of its body: the ring positions of
+    the tiles before and the loop's trip count."""
+    shell = tile.PersistentOp(list(kernel.grid))
+    shell.location = loop.location
+    b = Builder()
+    trips = _trips(b, loop)
+    base = b.binary(arith.MuliOp, shell.tiles_before, trips)
+    return shell, b, (base, trips)
+
+
+def _fill_tile_loop(kernel: tile.KernelOp, shell: tile.PersistentOp, head: Builder, ops: list[Operation]) -> None:
+    """`head` and `ops` become the body of `shell`; the kernel-level values they use that depend on
+    the block indices are recomputed inside from the tile's indices."""
+    body = kernel.body.block
+    block = shell.body.block
+    Rewriter.insert_op([*head.ops, *ops], InsertPoint.before(block.last_op))
+    args = dict(zip(kernel.body.block.args, shell.tile_indices))
+    local: dict[SSAValue, SSAValue] = dict(args)
+    clones: list[Operation] = []
+
+    def localized(value: SSAValue) -> SSAValue:
+        if value in local:
+            return local[value]
+        op = value.owner
+        mapper = {v: localized(v) for v in op.operands if _depends_on(v, set(args), body)}
+        clone = op.clone(value_mapper=mapper)
+        clones.append(clone)
+        for old, new in zip(op.results, clone.results):
+            local[old] = new
+        return local[value]
+
+    for op in list(block.walk()):
+        for i, v in enumerate(op.operands):
+            if _depends_on(v, set(args), body):
+                op.operands[i] = localized(v)
+    if clones:
+        Rewriter.insert_op(clones, InsertPoint.at_start(block))
+
+
+def _drop_unused_block_math(kernel: tile.KernelOp) -> None:
+    body = kernel.body.block
+    args = set(body.args)
+    for op in reversed(list(body.ops)):
+        if pure(op) and all(not r.uses for r in op.results) and any(_depends_on(v, args, body) for v in op.operands):
+            Rewriter.erase_op(op)
+
+
+def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False) -> None:
+    """The split of `kernel` (see the module's docstring); `persistent`: each role runs its part
+    for every tile the block owns, in a `tile.persistent` loop, so that the producer streams in
+    the next tile's stages while the consumers store this tile's result."""
     body = kernel.body.block
     buffers: dict[tile.AllocOp, SSAValue] = {}
     for c in plan.copies:
@@ -349,7 +468,7 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
         Rewriter.insert_op(new, InsertPoint.before(c.alloc))
         buffers[c.alloc] = new.result
     full = tile.AllocBarrierOp(1, plan.stages)
-    empty = tile.AllocBarrierOp(kernel.num_threads, plan.stages)  # every consumer thread arrives
+    empty = tile.AllocBarrierOp(kernel.num_threads // 32, plan.stages)  # lane 0 of every consumer warp arrives
     full.result.name_hint, empty.result.name_hint = "full", "empty"
     loaded = tile.AllocBarrierOp(1, 1) if plan.preloads else None
     barriers = [full, empty]
@@ -362,11 +481,24 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
     for op in [op for op in body.ops if not _stays(op, body)]:  # in order, into the consumer region
         op.detach()
         consumer.add_op(op)
-    producer = _producer(plan, buffers, full.result, empty.result)  # before the consumers' loop loses its copies
-    producer.insert_ops_before(preamble, producer.first_op) if preamble else None
-    if loaded is not None:
-        _await_preloads(plan, loaded.result)
-    _consume(plan, buffers, full.result, empty.result)
+    if persistent:
+        p_shell, p_head, p_ring = _tile_loop(kernel, plan.loop)
+        c_shell, c_head, c_ring = _tile_loop(kernel, plan.loop)
+        # before the consumers' loop loses its copies
+        producer_loop = _producer(plan, buffers, full.result, empty.result, p_ring[0])
+        _consume(plan, buffers, full.result, empty.result, c_ring)
+        moved = list(consumer.ops)
+        for op in moved:
+            op.detach()
+        _fill_tile_loop(kernel, p_shell, p_head, [producer_loop])
+        _fill_tile_loop(kernel, c_shell, c_head, moved)
+        producer = Block([p_shell])
+        consumer.add_op(c_shell)
+    else:
+        producer = Block([*preamble, _producer(plan, buffers, full.result, empty.result, None)])
+        if loaded is not None:
+            _await_preloads(plan, loaded.result)
+        _consume(plan, buffers, full.result, empty.result, None)
     ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS, CONSUMER_REGS)
     ws.location = plan.loop.location
     for bar in barriers:
@@ -376,6 +508,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
         Rewriter.insert_op(new_ops, InsertPoint.before(body.last_op))
     else:
         body.add_ops(new_ops)
+    if persistent:
+        _drop_unused_block_math(kernel)
 
 
 @dataclass(frozen=True)
@@ -387,8 +521,14 @@ class TileWarpSpecializePass(ModulePass):
     limit: int = 232448
     """Bytes of shared memory a block may use: the stages are cut to fit it."""
 
+    persistent: bool = False
+    """Make the kernels it splits persistent (pass config `tilec.persistent`): one block per
+    multiprocessor loops over the tiles, the next tile's loads overlapping this one's epilogue."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            plan = _plan(kernel, self.limit)
+            plan = _plan(kernel, self.limit, self.persistent)
             if plan is not None:
-                warp_specialize(kernel, plan)
+                # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
+                persistent = self.persistent and not plan.preloads and persistent_fits(kernel, plan.loop)
+                warp_specialize(kernel, plan, persistent)

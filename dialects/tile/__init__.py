@@ -78,6 +78,7 @@ from .sync import (
     MBarrierArriveOp,
     MBarrierExpectTxOp,
     MBarrierWaitParityOp,
+    PersistentOp,
     TmaLoadOp,
     WarpSpecializeOp,
 )
@@ -131,6 +132,7 @@ Tile = Dialect(
         MBarrierExpectTxOp,
         TmaLoadOp,
         WarpSpecializeOp,
+        PersistentOp,
         GemmWaitOp,
         ThreadIdOp,
         PrintOp,
@@ -170,6 +172,7 @@ __all__ = [
     "MBarrierExpectTxOp",
     "MBarrierType",
     "MBarrierWaitParityOp",
+    "PersistentOp",
     "ParallelOp",
     "PrintOp",
     "ReduceOp",

@@ -236,6 +236,15 @@ def _block_id(op, c):
     return run
 
 
+def _grid_dim(op, c):
+    axis, r = "xyz".index(op.dimension.data.value), op.result
+
+    def run(st):
+        st.env[r] = np.int64(st.grid[axis])
+
+    return run
+
+
 def _shuffle(op, c):
     kind = op.kind.data.value
     if kind != "bfly":
@@ -587,7 +596,7 @@ HANDLERS: dict[type, Callable] = {
     memref.LoadOp: _load, memref.StoreOp: _store, memref.AllocaOp: _alloca, memref.GetGlobalOp: _get_global,
     memref.ViewOp: _view, memref.AtomicRMWOp: _atomic, vector.LoadOp: _vector_load, vector.StoreOp: _vector_store,
     vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
-    gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
+    gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.GridDimOp: _grid_dim, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
     nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
     nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
@@ -617,7 +626,7 @@ HANDLERS[gpu.BarrierOp] = HANDLERS[nvvm.Barrier0Op] = block_barrier
 
 
 class SimtState(State):
-    __slots__ = ("extents", "shared")
+    __slots__ = ("extents", "grid", "shared")
 
 
 def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -646,6 +655,6 @@ def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], blo
                 for bx in range(grid[0]):
                     st = SimtState()
                     st.env.update(bound)
-                    st.lanes, st.block, st.extents = lanes, (bx, by, bz), tuple(block)
+                    st.lanes, st.block, st.grid, st.extents = lanes, (bx, by, bz), tuple(grid), tuple(block)
                     st.shared = Memory(np.zeros(max(smem_bytes, 1), np.uint8), "shared")
                     body(st)

@@ -324,7 +324,7 @@ def run_roles(st, cond, then_run, else_run) -> None:
 
     def role(run, mask):
         sub = type(st).__new__(type(st))
-        for slot in ("env", "lanes", "block", "extents", "shared"):
+        for slot in ("env", "lanes", "block", "grid", "extents", "shared"):
             setattr(sub, slot, getattr(st, slot))
         sub.mask = mask
         try:

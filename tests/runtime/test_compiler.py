@@ -98,6 +98,18 @@ def test_lowering_scratch_over_the_budget_is_refused_at_the_kernel(no_cache, mon
 # --------------------------------------------------------------------------- #
 
 
+def test_a_persistent_grid_is_one_block_per_multiprocessor_at_most():
+    grid = launch.GridExpr([["size", "N"], ["const", 128], ["arith.ceildivsi", 0, 1], ["const", 4]], [2, 3],
+                           persistent=True)
+    assert grid.tiles({"N": 1000}) == (8, 4, 1)
+    assert grid.evaluate({"N": 1000}, 132) == (32, 1, 1)  # fewer tiles than multiprocessors
+    assert grid.evaluate({"N": 100000}, 132) == (132, 1, 1)
+    assert str(grid) == "(min(ceildiv(N, 128) * 4 * 1, multiprocessors), 1, 1)"
+    again = launch.GridExpr.from_json(grid.to_json())
+    assert again == grid and again.is_well_formed()
+    assert launch.GridExpr.from_json('{"program": [["const", 1]], "outputs": [0]}').persistent is False  # older entries
+
+
 def test_every_consumer_dispatches_through_the_argument_kinds():
     grid = launch.GridExpr([["const", 1]], [0])
     spec = launch.LaunchSpec("k", (32, 1, 1), 0, grid, [("tensor", 0), ("size", "N")])
