@@ -211,7 +211,7 @@ def _preamble(plan: _Plan, body: Block, loaded: SSAValue) -> list[Operation]:
 
 def _await_preloads(plan: _Plan, loaded: SSAValue) -> None:
     """In the consumers, the first preloaded copy becomes the wait for all of them; the rest go."""
-    first, *rest = plan.preloads
+    first = plan.preloads[0]
     zero = arith.ConstantOp(IntegerAttr(0, INDEX))
     wait = tile.MBarrierWaitParityOp(loaded, zero.result)
     wait.location = first.location

@@ -50,6 +50,10 @@ REGISTER_COUNTS = range(24, 257, 8)
 """setmaxnreg's register counts: 24 to 256 in steps of 8."""
 
 
+def _squeezed(shape) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
 def _check_index(op: IRDLOperation, barrier: SSAValue, index: SSAValue | None) -> None:
     count = barrier.type.count
     _require(index is not None or count == 1,
@@ -202,9 +206,8 @@ class TmaLoadOp(IRDLOperation):
         _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
         _require(src.element_type == dst.element_type,
                  f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
-        squeezed = lambda shape: tuple(n for n in shape if n != 1)  # noqa: E731
-        _require(squeezed(src.shape) == squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
-                                                                 src.shape[-1] == dst.shape[-1]),
+        _require(_squeezed(src.shape) == _squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
+                                                                   src.shape[-1] == dst.shape[-1]),
                  f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape (unit dims "
                  f"aside, the same innermost extent)")
 

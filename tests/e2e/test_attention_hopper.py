@@ -12,15 +12,14 @@ import sys
 
 import pytest
 import torch
+from kernel_cases import ATTENTION_CASES, Case, run_case
+from tilec.targets.nvptx import assemble, emit_ptx
 
 import tilec
 import tilec.language as T
-
-from kernel_cases import ATTENTION_CASES, Case, run_case
 from tilec.compiler.lower import lower_to_thread
 from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
-from tilec.targets.nvptx import assemble, emit_ptx
 
 _NO_WS = {"tl.disable_warp_specialized": True}
 _RS = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.(?:f16|bf16)\.(?:f16|bf16) \{[^}]*\}, \{")
@@ -95,7 +94,7 @@ def register_a_from_an_mma_sync_accumulator():
 
     @T.prim_func
     def main(X: T.Tensor((64, 64), T.float16), V: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             x = T.alloc_shared((64, 64), T.float16)
             v = T.alloc_shared((64, 64), T.float16)
             d = T.alloc_fragment((64, 64), T.float32)

@@ -5,10 +5,10 @@ iteration releasing its own stage)."""
 
 import pytest
 import torch
+from kernel_cases import Case, _gemm_inputs, _gemm_ref, gemm_tiles, run_case
 
 import tilec
 import tilec.language as T
-from kernel_cases import Case, _gemm_inputs, _gemm_ref, gemm_tiles, run_case
 
 
 def gemm_rows_max(m=64, n=64, k=256, bk=64, stages=2):
@@ -17,7 +17,7 @@ def gemm_rows_max(m=64, n=64, k=256, bk=64, stages=2):
 
     @T.prim_func
     def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Y: T.Tensor((m,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             a = T.alloc_shared((m, bk), T.float16)
             b = T.alloc_shared((bk, n), T.float16)
             c = T.alloc_fragment((m, n), T.float32)
