@@ -1,7 +1,8 @@
 """Assign a thread layout to every fragment buffer and every `tile.parallel` loop.
 
 Requires: tile-select-mma, when tensor cores are wanted (the `mma` property of a gemm
-  selects the instruction's accumulator layout).
+  selects the instruction's accumulator layout, and for wgmma with A in a fragment the
+  layout of that register operand, which other fixed layouts may override).
 Establishes: each fragment `tile.alloc` and each `tile.parallel` has its `layout`
   property, a `#tile.fragment<...>` of its shape; fragments a parallel loop indexes with its
   induction variables hold those elements on the threads that run them.
@@ -42,6 +43,7 @@ from .layouts import (
     gemm_accumulator_layout,
     mma_accumulator_layout,
     wgmma_accumulator_layout,
+    wgmma_register_a_layout,
 )
 
 
@@ -187,10 +189,19 @@ class _Inference:
                 else:
                     layout = gemm_accumulator_layout(m, n, self.threads)
                 self.set(_fragment(op.c), layout, op)
+        # wgmma's register A (RS): the layout it reads in place, unless the fixed layouts already
+        # decide the fragment otherwise (the lowering then converts it through shared memory)
+        register_a = {_fragment(op.a): wgmma_register_a_layout(op.mnk()[0], op.mnk()[2], self.threads)
+                      for op in ops if isinstance(op, tile.GemmOp) and op.mma_kind == tile.MmaKind.WGMMA
+                      and _fragment(op.a) is not None}
         allocs = [op for op in ops if isinstance(op, tile.AllocOp) and op.result.type.scope == "fragment"]
         loops = [op for op in ops if isinstance(op, tile.ParallelOp)]
         while True:
             self.propagate(ops, loops)
+            seeds = [(a, lay) for a, lay in register_a.items() if a not in self.layouts and lay is not None]
+            if seeds:
+                self.layouts[seeds[0][0]] = seeds[0][1]
+                continue
             if any(self.follow(loop) for loop in loops if loop not in self.layouts):
                 continue
             pending = [a for a in allocs if a not in self.layouts]

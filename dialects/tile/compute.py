@@ -214,9 +214,11 @@ class GemmOp(IRDLOperation):
                      f"{a.element_type} into {c}")
             _require(m % 16 == 0 and n % 8 == 0 and k % 16 == 0,
                      f"{self.name}: mma = {kind} needs M % 16, N % 8 and K % 16 zero, got {(m, n, k)}")
-        if kind == MmaKind.WGMMA:
-            _require(a.scope == Scope.SHARED and b.scope == Scope.SHARED and not self.trans_a and m % 64 == 0,
-                     f"{self.name}: mma = wgmma reads A ([M, K], M % 64 zero) and B from shared memory")
+        if kind == MmaKind.WGMMA:  # A from shared memory (SS) or from registers (RS, a fragment)
+            _require(a.scope in (Scope.SHARED, Scope.FRAGMENT) and b.scope == Scope.SHARED and not self.trans_a
+                     and m % 64 == 0,
+                     f"{self.name}: mma = wgmma reads A ([M, K], M % 64 zero) from shared memory or registers "
+                     f"and B from shared memory")
         for what in ("in_flight", "zero_on_entry"):
             _require(getattr(self, what) is None or kind == MmaKind.WGMMA,
                      f"{self.name}: {what} is a fact of asynchronous wgmmas (mma = wgmma)")

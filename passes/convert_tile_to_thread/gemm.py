@@ -1,5 +1,6 @@
-"""`tile.gemm` dispatch: register operands are staged through shared memory, then the
-kind tile-select-mma chose (wgmma, mma.sync) or the SIMT fallback lowers it.
+"""`tile.gemm` dispatch: register operands are staged through shared memory (except wgmma's
+register A, which the RS form reads in place), then the kind tile-select-mma chose (wgmma,
+mma.sync) or the SIMT fallback lowers it.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
         raise L.error(op, "T.gemm on the CUDA target needs a fragment accumulator")
     staged, at = False, 0
     operands = []
+    wgmma = op.mma_kind == tile.MmaKind.WGMMA
     for v in (a, b):
-        if v.kind == "fragment":  # stage register operands through shared memory, A and B apart
+        if v.kind == "fragment" and not (wgmma and v is a):  # wgmma reads a register A itself (RS)
+            # stage register operands through shared memory, A and B apart
             tmp = scratch_view(L, v.shape, v.element_type, at)
             at = round_up(at + math.prod(v.shape) * element_bytes(v.element_type), SHARED_ALIGN)
             transfer(L, v.layout, v.shape, v, tmp)

@@ -764,15 +764,15 @@ func.func @gemm_mma_unknown() {
 
 // -----
 
-// tile.gemm: wgmma reads both operands from shared memory (no register A here).
-func.func @gemm_wgmma_fragment_a() {
+// tile.gemm: wgmma reads B from shared memory only (A may be a register fragment: the RS form).
+func.func @gemm_wgmma_fragment_b() {
   %g = arith.constant 1 : index
   tile.kernel (%bx) in (%g) threads [128, 1, 1] {
     %a = tile.alloc : !tile.buffer<64x32xf16, fragment>
-    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, fragment>
     %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
-    // expected-error@+1 {{tile.gemm: mma = wgmma reads A ([M, K], M % 64 zero) and B from shared memory}}
-    tile.gemm %a, %b, %c {mma = "wgmma"} : !tile.buffer<64x32xf16, fragment>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma = wgmma reads A ([M, K], M % 64 zero) from shared memory or registers and B from shared memory}}
+    tile.gemm %a, %b, %c {mma = "wgmma"} : !tile.buffer<64x32xf16, fragment>, !tile.buffer<32x64xf16, fragment>, !tile.buffer<64x64xf32, fragment>
   }
   func.return
 }
@@ -1032,6 +1032,21 @@ func.func @for_pipelined_and_warp_specialized() {
     // expected-error@+1 {{tile.for: a loop is pipelined (pipelined_stages) or warp-specialized, not both}}
     tile.for %i = %c0 to %c4 step %g {
     } {pipelined_stages = 2 : i64, warp_specialized_stages = 2 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.tma_load: a region of a rank-4 tensor fills a 2-D tile when its extents are the tile's
+// once unit dims are dropped; [1, 64, 2, 32] is not a 64x64 tile.
+func.func @tma_load_region_not_the_tile(%X: !tile.tensor<1x64x2x32xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    // expected-error@+1 {{tile.tma_load: the region (1, 64, 2, 32) and the tile (64, 64) must have one shape}}
+    tile.tma_load %X, %s, %b : !tile.tensor<1x64x2x32xf16>, !tile.buffer<64x64xf16, shared>, !tile.mbarrier
   }
   func.return
 }
