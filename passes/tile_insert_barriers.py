@@ -1,7 +1,7 @@
 """Insert `tile.barrier` between conflicting shared-memory accesses of a block.
 
 Requires: nothing; after tile-plan-shared-memory it also orders buffers that
-  share bytes (by their `offset` attributes).
+  share bytes (by their `offset` properties).
 Establishes: in each straight-line sequence of a `tile.kernel` (its body,
   `tile.for` bodies, `scf.if` branches outside `tile.parallel`), a barrier sits
   between a write of a shared buffer and any later read or write of it, and
@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from tilec.dialects import tile
+from tilec.passes.analysis import value_range
 from xdsl.context import Context
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
@@ -32,9 +34,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
-
-from tilec.dialects import tile
-from tilec.passes.analysis import value_range
 
 
 def _reduce_reads(op: tile.ReduceOp):
@@ -45,7 +44,7 @@ def _reduce_reads(op: tile.ReduceOp):
 # op kind -> (reads, writes) operands; values that are not shared tiles are ignored.
 _ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]]] = {
     # an async copy (tile-pipeline) is ordered by its loop's own async_wait + barrier
-    tile.CopyOp: lambda op: ((op.src,), () if "async" in op.attributes else (op.dst,)),
+    tile.CopyOp: lambda op: ((op.src,), () if op.is_async else (op.dst,)),
     tile.FillOp: lambda op: ((), (op.dst,)),
     tile.GemmOp: lambda op: ((op.a, op.b), (op.c,)),
     tile.ReduceOp: lambda op: (_reduce_reads(op), (op.dst,)),
@@ -67,11 +66,9 @@ def root_buffer(value: SSAValue) -> SSAValue:
 
 def _byte_range(buffer: SSAValue) -> tuple[int, int] | None:
     op = buffer.owner
-    if not isinstance(op, tile.AllocOp) or "offset" not in op.attributes:
+    if not isinstance(op, tile.AllocOp) or op.offset is None:
         return None
-    start = op.attributes["offset"].value.data
-    typ = op.result.type
-    return start, start + typ.num_elements() * ((typ.element_type.bitwidth + 7) // 8)
+    return op.offset.value.data, op.offset.value.data + op.nbytes
 
 
 def _alias(a: SSAValue, b: SSAValue) -> bool:

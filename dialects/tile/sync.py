@@ -50,6 +50,10 @@ REGISTER_COUNTS = range(24, 257, 8)
 """setmaxnreg's register counts: 24 to 256 in steps of 8."""
 
 
+def _squeezed(shape) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
 def _check_index(op: IRDLOperation, barrier: SSAValue, index: SSAValue | None) -> None:
     count = barrier.type.count
     _require(index is not None or count == 1,
@@ -172,7 +176,9 @@ class MBarrierExpectTxOp(IRDLOperation):
 @irdl_op_definition
 class TmaLoadOp(IRDLOperation):
     """A global region into a shared tile by the tensor memory accelerator (`T.tma_copy`): issued by
-    one thread, asynchronous, its bytes completing on the mbarrier. The region may reach past the
+    one thread, asynchronous, its bytes completing on the mbarrier. The region of a tensor of any
+    rank (up to 5) has the tile's shape once unit dims are dropped (`[1, 128, 1, 64]` of a
+    [batch, seq, heads, dim] tensor into a 128x64 tile), with the same innermost extent. The region may reach past the
     tensor: that part of the tile is zero-filled. The shared tile's swizzle and chunking (from
     tile-select-mma) are the TMA box's layout.
 
@@ -200,8 +206,10 @@ class TmaLoadOp(IRDLOperation):
         _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
         _require(src.element_type == dst.element_type,
                  f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
-        _require(src.rank == dst.rank and src.shape == dst.shape,
-                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape")
+        _require(_squeezed(src.shape) == _squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
+                                                                   src.shape[-1] == dst.shape[-1]),
+                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape (unit dims "
+                 f"aside, the same innermost extent)")
 
 
 @irdl_op_definition

@@ -188,8 +188,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
                      for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)[:len(kernel.grid)]]
         for arg, value in zip(kernel.body.block.args, _rasterized(L, kernel, block_ids)):
             L.vmap[arg] = value
-    planned = kernel.attributes.get("smem_bytes")
-    L.planned = planned.value.data if planned is not None else None
+    L.planned = kernel.smem_bytes.value.data if kernel.smem_bytes is not None else None
     L.scratch_base = round_up(L.planned if L.planned is not None else _unplanned_bytes(kernel), SHARED_ALIGN)
     lower_block(L, kernel.body.block)
     L.emit(func.ReturnOp())

@@ -20,7 +20,7 @@ from ml_dtypes import bfloat16 as ml_bfloat16
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
 
-from tilec.dialects import nvvm
+from tilec.dialects import nvvm, tile
 from tilec.errors import error_at
 
 from . import scalar_ops
@@ -194,8 +194,10 @@ def _view(op, c):
     return run
 
 
-_ATOMIC = {0: np.add, 1: np.add, 3: np.maximum, 4: np.maximum, 13: np.fmax, 6: np.minimum, 7: np.minimum,
-           14: np.fmin}
+_RMW = tile.AtomicRMWKind
+_ATOMIC = {_RMW.ADDF: np.add, _RMW.ADDI: np.add, _RMW.MAXIMUMF: np.maximum, _RMW.MAXS: np.maximum,
+           _RMW.MAXNUMF: np.fmax, _RMW.MINIMUMF: np.minimum, _RMW.MINS: np.minimum, _RMW.MINNUMF: np.fmin}
+"""numpy's reading of each memref.atomic_rmw kind (`tilec.dialects.tile.AtomicRMWKind`, the codes the lowering emits)."""
 
 
 def _atomic(op, c):
@@ -406,27 +408,22 @@ def _cp_async(op, c):
     return run
 
 
-_SWIZZLE_BYTES = {1: 128, 2: 64, 3: 32}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2); 0 (none) is not modelled
-
-
 def wgmma_operand_bytes(desc: int, rows: int, k: int, k_major: bool) -> np.ndarray:
     """Byte addresses in the shared window of a wgmma operand read through descriptor `desc`:
     element (r, kk) of a `rows` x `k` operand (r over M or N), as the PTX canonical swizzled
     layouts place it (K-major: 8-row groups SBO apart, rows of the swizzle width; MN-major:
     8-K-row groups SBO apart, chunks of swizzle-width/2 elements LBO apart), then the XOR of
-    address bits 4.. with bits 7.. (16-bit elements)."""
-    start = (desc & 0x3FFF) << 4
-    lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
-    width = _SWIZZLE_BYTES.get((desc >> 62) & 3)
-    if width is None:
-        raise ValueError("wgmma descriptors without a swizzle are not modelled by the simulator")
+    address bits 4.. with bits 7.. (16-bit elements): `tilec.dialects.tile.WgmmaDescriptor` and
+    `xor_swizzle`, as the lowering encodes them."""
+    d = tile.WgmmaDescriptor.decode(desc)
+    start, lbo, sbo, width = d.start, d.lbo, d.sbo, d.swizzle
     r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
     if k_major:
         addr = start + (r // 8) * sbo + (r % 8) * width + kk * 2
     else:
         per_row = width // 2
         addr = start + (r // per_row) * lbo + (kk // 8) * sbo + (kk % 8) * width + (r % per_row) * 2
-    return addr ^ (((addr >> 7) & (width // 16 - 1)) << 4)
+    return tile.xor_swizzle(addr, width)
 
 
 def _shared_byte_base(mem: Memory, shared: Memory) -> int:

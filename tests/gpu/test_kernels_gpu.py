@@ -76,12 +76,21 @@ def test_wgmma_gemm_on_the_gpu(case):
                  expect_ir="nvvm.wgmma.mma_async")  # and with the cp.async stages
 
 
+from kernel_cases import REGION_OPERAND_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("case", REGION_OPERAND_CASES, ids=[c.name for c in REGION_OPERAND_CASES])
+def test_region_operand_gemm_on_the_gpu(case):
+    """A gemm operand that is a shared region at a run-time offset (issue 8, item 5): mma.sync
+    reads it by pairs of elements (ldmatrix cannot address it)."""
+    run_case(case, "cuda", "cuda", expect_ir="nvvm.mma.sync")
+
+
 def test_one_plus_tanh_keeps_its_relative_precision_on_the_gpu():
     """thread-sigmoid's 2·rcp(1 + ex2(−2x·log2 e)) on the hardware's approximations: a few ulp."""
     import numpy as np
 
     import tilec
-
     import tilec.language as T
 
     @T.prim_func

@@ -75,6 +75,15 @@ def test_the_kept_tile_opt_module_is_the_one_before_conversion(no_cache):
     assert "smem_bytes" in lowered.stage("tile-opt") and 0 <= lowered.planned_smem <= lowered.spec.smem_bytes
 
 
+def test_the_planned_bytes_are_the_plan_of_tile_plan_shared_memory(no_cache):
+    """`planned_smem` is the kernel's `smem_bytes` property (the shared buffers; the lowering's
+    scratch comes on top of it)."""
+    case = next(c for c in __import__("kernel_cases").MMA_CASES)
+    lowered = lower.lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_80"), {})
+    kernel = next(op for op in lowered.tile_opt.walk() if op.name == "tile.kernel")
+    assert lowered.planned_smem == kernel.smem_bytes.value.data > 0
+
+
 def test_lowering_scratch_over_the_budget_is_refused_at_the_kernel(no_cache, monkeypatch):
     real = lower.lower_to_thread
 

@@ -147,6 +147,6 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
                                    "box": list(d["box"].get_values()), "swizzle": d["swizzle"].value.data}))
     grid.persistent = "tilec.persistent" in kfunc.attributes
     block = tuple(kfunc.attributes["nvvm.maxntid"].get_values())  # a warp-specialized kernel adds its producer
-    planned = next((op.attributes.get("smem_bytes") for op in tile_opt.walk() if isinstance(op, tile.KernelOp)), None)
+    planned = next((op.smem_bytes for op in tile_opt.walk() if isinstance(op, tile.KernelOp)), None)
     return Lowered(tile_opt, module, LaunchSpec(kfunc.sym_name.data, block, smem, grid, args),
                    planned.value.data if planned is not None else 0)
