@@ -109,6 +109,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.kernel: tile.KernelOp | None = None
         self.block_indices: list[Scalar] = []
         self.runtime_depth = 0
+        self._shadowed: list[dict] = []  # per open runtime_region: outer bindings its loop variables hide
         self.parallel_loops: list[tile.ParallelOp] = []  # the T.Parallel loops being built, outermost first
         self.parallel_names: list[list[str]] = []  # their loop variables' names
         self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
@@ -196,15 +197,31 @@ class KernelVisitor(ast.NodeVisitor):
         or a branch), so names from outside cannot be reassigned in it.
         """
         before = set(self.frame.names)
+        frame = self.frame
+        shadowed: dict = {}
+        self._shadowed.append(shadowed)
         self.runtime_depth += carried
         try:
             with self.b.at_end_of(block):
                 yield
         finally:
             self.runtime_depth -= carried
-            for name in set(self.frame.names) - before:
-                del self.frame.names[name]
-                self.frame.depth.pop(name, None)
+            self._shadowed.pop()
+            for name in set(frame.names) - before:
+                del frame.names[name]
+                frame.depth.pop(name, None)
+            for name, (value, depth) in shadowed.items():  # a loop variable's name means the outer value again
+                frame.names[name] = value
+                frame.depth[name] = depth
+
+    def bind_loop_var(self, name: str, value) -> None:
+        """Binds a loop variable inside its loop's `runtime_region`: it shadows an outer binding of
+        the same name (as TileLang scopes loop variables) until the loop ends."""
+        frame = self.frame
+        if name in frame.names and self._shadowed and name not in self._shadowed[-1]:
+            self._shadowed[-1][name] = (frame.names.pop(name), frame.depth.pop(name, 0))
+        self.bind(name, value)
+        frame.depth[name] = self.runtime_depth
 
     # ------------------------------------------------------------------ #
     # Values
