@@ -11,6 +11,7 @@ import pytest
 
 import tilec
 import tilec.language as T
+from tilec.errors import TilecWarning
 
 
 # --------------------------------------------------------------------------- #
@@ -42,3 +43,185 @@ def test_an_inner_loop_variable_shadows_the_outer_one_inside_its_loop_only():
     want = np.stack([a[r][None, :] * np.arange(1, 5, dtype=np.float32)[:, None] for r in idx])
     want[:, 0, :] += np.arange(3, dtype=np.float32)[:, None]
     np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- #
+# Custom layouts of global tensors (T.Layout in T.annotate_layout)
+# --------------------------------------------------------------------------- #
+
+
+def _dq_layout(dQ):
+    return T.Layout(dQ.shape, lambda l, d: [l // 8, d // 8, (d % 2), 4 * (l % 8) + (d % 8) // 2])
+
+
+def _dq_order(L, D):
+    """numpy's view of that layout: physical[flat(fn(l, d))] = logical[l, d]."""
+    l, d = np.indices((L, D))
+    phys = np.ravel_multi_index([l // 8, d // 8, d % 2, 4 * (l % 8) + (d % 8) // 2], (L // 8, D // 8, 2, 32))
+    return phys
+
+
+@tilec.jit(target="interp")
+def laid_out_accumulate(L, D, blk=16):
+    @T.prim_func
+    def main(X: T.Tensor((L, D), T.float32), dQ: T.Tensor((L, D), T.float32)):
+        with T.Kernel(L // blk, threads=64) as bx:
+            T.annotate_layout({dQ: _dq_layout(dQ)})
+            for i, j in T.Parallel(blk, D):
+                T.atomic_add(dQ[bx * blk + i, j], X[bx * blk + i, j])
+
+    return main
+
+
+@tilec.jit(out_idx=[-1], target="interp")
+def laid_out_read(L, D, blk=16):
+    @T.prim_func
+    def main(dQ: T.Tensor((L, D), T.float32), Out: T.Tensor((L, D), T.float16)):
+        with T.Kernel(L // blk, threads=64) as bx:
+            T.annotate_layout({dQ: _dq_layout(dQ)})
+            T.copy(dQ[bx * blk:(bx + 1) * blk, :], Out[bx * blk:(bx + 1) * blk, :])
+
+    return main
+
+
+def test_a_custom_layout_places_elements_where_its_function_says_and_copies_read_them_back():
+    L, D = 32, 16
+    x = np.random.default_rng(1).standard_normal((L, D)).astype(np.float32)
+    dq = np.zeros((L, D), np.float32)
+    laid_out_accumulate(L, D)(x, dq)
+    np.testing.assert_array_equal(dq.reshape(-1)[_dq_order(L, D)], x)  # stored in the layout's order
+    out = laid_out_read(L, D)(dq)  # the kernel that shares the buffer reads it through the same layout
+    np.testing.assert_allclose(out, x.astype(np.float16))
+
+
+@tilec.jit(out_idx=[-1], target="interp")
+def transposed_dynamic(D=8, blk=4):
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((N, 2, D), T.float32), Out: T.Tensor((N, 2, D), T.float32)):
+        with T.Kernel(T.ceildiv(N, blk), 2, threads=32) as (bx, by):
+            T.annotate_layout({A: T.Layout(A.shape, lambda l, h, d: [h, l, d])})
+            T.copy(A[bx * blk:(bx + 1) * blk, by, :], Out[bx * blk:(bx + 1) * blk, by, :])
+
+    return main
+
+
+def test_a_custom_layout_may_permute_a_dynamic_dimension_and_copies_stop_at_the_tensor_end():
+    n, d = 6, 8
+    phys = np.random.default_rng(2).standard_normal((2, n, d)).astype(np.float32)  # stored as [h, l, d]
+    out = transposed_dynamic()(np.ascontiguousarray(phys).reshape(n, 2, d))
+    np.testing.assert_array_equal(out, phys.transpose(1, 0, 2))
+
+
+@tilec.jit(target="interp")
+def not_one_to_one(L=16):
+    @T.prim_func
+    def main(A: T.Tensor((L,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            T.annotate_layout({A: T.Layout(A.shape, lambda i: [i // 2, (i % 2) * 0])})
+
+    return main
+
+
+@tilec.jit(target="interp")
+def laid_out_gemm_operand(L=16):
+    @T.prim_func
+    def main(A: T.Tensor((L, L), T.float16), C: T.Tensor((L, L), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            T.annotate_layout({A: T.Layout(A.shape, lambda i, j: [j, i])})
+            acc = T.alloc_fragment((L, L), T.float32)
+            T.clear(acc)
+            T.gemm(A, A, acc)
+
+    return main
+
+
+def test_custom_layouts_that_cannot_be_honoured_are_located_errors():
+    with pytest.raises(tilec.TilecError, match="does not have as many elements") as e:
+        not_one_to_one()
+    assert "test_tilelang_semantics.py" in str(e.value)
+    with pytest.raises(tilec.TilecError, match="has a custom T.Layout, which tilec addresses element by element"):
+        laid_out_gemm_operand()
+
+
+def test_custom_layouts_on_the_cuda_lowering_simulated():
+    L, D = 32, 16
+    x = np.random.default_rng(3).standard_normal((L, D)).astype(np.float32)
+    accumulate = tilec.compile(laid_out_accumulate.fn(L, D), target="sim")
+    read = tilec.compile(laid_out_read.fn(L, D), out_idx=[-1], target="sim")
+    dq = np.zeros((L, D), np.float32)
+    accumulate(x, dq)
+    np.testing.assert_array_equal(dq.reshape(-1)[_dq_order(L, D)], x)
+    np.testing.assert_allclose(read(dq), x.astype(np.float16))
+
+
+@tilec.jit(target="interp")
+def laid_out_tile_atomic(L, D, blk=16):
+    @T.prim_func
+    def main(X: T.Tensor((L, D), T.float32), dQ: T.Tensor((L, D), T.float32)):
+        with T.Kernel(L // blk, threads=64) as bx:
+            T.annotate_layout({dQ: _dq_layout(dQ)})
+            x = T.alloc_shared((blk, D), T.float32)
+            T.copy(X[bx * blk:(bx + 1) * blk, :], x)
+            T.atomic_add(dQ[bx * blk:(bx + 1) * blk, :], x)
+            T.atomic_add(dQ[bx * blk:(bx + 1) * blk, :], x)
+
+    return main
+
+
+def test_a_tile_wide_atomic_into_a_laid_out_tensor_adds_element_by_element():
+    L, D = 32, 16
+    x = np.random.default_rng(4).standard_normal((L, D)).astype(np.float32)
+    dq = np.zeros((L, D), np.float32)
+    laid_out_tile_atomic(L, D)(x, dq)
+    np.testing.assert_allclose(dq.reshape(-1)[_dq_order(L, D)], 2 * x, rtol=1e-6)
+
+
+@tilec.jit(target="interp")
+def atomic_options(N=16, order="relaxed", tma=False):
+    @T.prim_func
+    def main(X: T.Tensor((N,), T.float32), Y: T.Tensor((N,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            x = T.alloc_shared((N,), T.float32)
+            T.copy(X, x)
+            T.atomic_add(Y, x, memory_order=order, use_tma=tma)
+
+    return main
+
+
+def test_atomic_memory_order_and_use_tma():
+    x, y = np.arange(16, dtype=np.float32), np.ones(16, np.float32)
+    atomic_options(order="relaxed")(x, y)
+    np.testing.assert_array_equal(y, x + 1)
+    with pytest.warns(TilecWarning, match=r"use_tma=True\) is not applied"):
+        atomic_options(tma=True)(x, y)
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    with pytest.raises(tilec.TilecError, match="memory_order='seq_cst'.*not supported"):
+        atomic_options(order="seq_cst")
+
+
+# --------------------------------------------------------------------------- #
+# Lambdas: Python functions at compile time, traced when called with run-time values
+# --------------------------------------------------------------------------- #
+
+
+@tilec.jit(target="interp")
+def lambdas(N=64):
+    @T.prim_func
+    def main(A: T.Tensor((N,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            k = 3
+            f = lambda x, y=2: x * y + k
+            block = (lambda n: n // 2)(N)  # compile time: a Python int
+            A[0] = f(A[0])
+            for i in T.Parallel(block):
+                A[i + block] = f(A[i + block], 3.0)
+
+    return main
+
+
+def test_lambdas_compute_at_compile_time_and_are_traced_on_run_time_values():
+    a = np.ones(64, np.float32)
+    lambdas()(a)
+    assert a[0] == 5 and (a[32:] == 6).all() and (a[1:32] == 1).all()

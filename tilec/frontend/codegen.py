@@ -27,6 +27,7 @@ from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
 from . import calls
+from .custom_layout import physical_indices
 from .semantic import Builder, describe, is_compile_time
 from .values import Access, Scalar, SliceIndex, TileRef, VarRef
 
@@ -115,6 +116,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
         self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has at least one)
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
+        self.custom_layouts: dict = {}  # global tensor SSA -> its T.Layout (custom_layout.py)
 
     # ------------------------------------------------------------------ #
     # Locations and dispatch
@@ -281,8 +283,15 @@ class KernelVisitor(ast.NodeVisitor):
     def load(self, access: Access) -> Scalar:
         self.require_kernel(f"reading an element of {access.tile}")
         self.check_point(access)
-        indices = [self.index_ssa(i) for i in access.indices]
+        indices = [self.index_ssa(i) for i in self.element_indices(access)]
         return Scalar(self.b.emit(tile.LoadOp(access.tile.ssa, indices)).results[0])
+
+    def element_indices(self, access: Access) -> tuple:
+        """The indices an element access addresses: its own, or through the tensor's custom T.Layout."""
+        layout = self.custom_layouts.get(access.tile.ssa)
+        if layout is None:
+            return access.indices
+        return physical_indices(self, access.tile, layout, access.indices)
 
     def store(self, access: Access, value) -> None:
         self.require_kernel(f"writing an element of {access.tile}")
@@ -290,7 +299,7 @@ class KernelVisitor(ast.NodeVisitor):
         value = self.rvalue(value)
         if isinstance(value, TileRef):
             raise self.b.error(f"cannot store {describe(value)} into one element", hint="use T.copy(src, dst)")
-        indices = [self.index_ssa(i) for i in access.indices]
+        indices = [self.index_ssa(i) for i in self.element_indices(access)]
         ssa = self.b.to_ssa(value, access.tile.type.element_type)
         self.check_fragment_write(access.tile, indices)
         self.b.emit(tile.StoreOp(ssa, access.tile.ssa, indices))
@@ -536,6 +545,43 @@ class KernelVisitor(ast.NodeVisitor):
             else:
                 kwargs[k.arg] = self.visit(k.value)
         return calls.call(self, node, func, args, kwargs)
+
+    def visit_Lambda(self, node: ast.Lambda):
+        """A Python function of compile-time values (as TileLang evaluates one: `T.Layout(shape, lambda
+        i, j: [j, i])`); its free names are the kernel's values where the lambda is written."""
+        params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+        params |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
+        free = {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name) and n.id not in params}
+        scope = {"__builtins__": py_builtins}
+        for name in free:
+            if name in self.frame.names or self.frame.lookup_outer(name)[0]:
+                scope[name] = self.lookup(name)
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.frame.file, "eval")
+        fn = eval(code, scope)  # noqa: S307 - the kernel's own source, as Python runs it
+        fn.__tilec_lambda__ = (node, self.frame)
+        return fn
+
+    def call_lambda(self, fn, args: list, kwargs: dict):
+        """A kernel lambda called with run-time values: its body is traced where it is called (as
+        TileLang traces a Python function of PrimExprs), with its parameters bound to the arguments."""
+        node, frame = fn.__tilec_lambda__
+        names = [a.arg for a in node.args.args]
+        if kwargs or node.args.vararg or node.args.kwonlyargs or len(args) > len(names) or \
+                len(args) < len(names) - len(node.args.defaults):
+            raise self.b.error("a lambda called with run-time values takes its arguments by position",
+                               hint="write the helper with `def` (tilec traces it as a @T.macro)")
+        defaults = [self.visit(d) for d in node.args.defaults]
+        values = list(args) + defaults[len(defaults) - (len(names) - len(args)):]
+        saved, self.frame = self.frame, frame
+        outer = {n: frame.names[n] for n in names if n in frame.names}
+        try:
+            frame.names.update(zip(names, values))
+            return self.visit(node.body)
+        finally:
+            for n in names:
+                frame.names.pop(n, None)
+            frame.names.update(outer)
+            self.frame = saved
 
     def visit_Constant(self, node: ast.Constant):
         return node.value

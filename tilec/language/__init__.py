@@ -29,7 +29,7 @@ from .structure import (
 )
 from .reduce import cummax, cumsum, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sync import (
-    annotate_layout, atomic_add, atomic_max, atomic_min, device_assert, mbarrier_arrive,
+    Layout, annotate_layout, atomic_add, atomic_max, atomic_min, device_assert, mbarrier_arrive,
     mbarrier_wait_parity, print, sync_threads, use_swizzle,
 )
 
@@ -43,7 +43,7 @@ __all__ = [
     "float", "float16", "float32", "float4_e2m1fn", "float64", "float6_e2m3fn", "float6_e3m2fn",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fp8", "gemm", "GemmWarpPolicy", "get_block_binding", "get_thread_binding", "half",
-    "if_then_else", "infinity", "int", "int16", "int32", "int4", "int64", "int8", "Kernel", "log",
+    "if_then_else", "infinity", "int", "Layout", "int16", "int32", "int4", "int64", "int8", "Kernel", "log",
     "log2", "long", "Macro", "macro", "max", "mbarrier_arrive", "mbarrier_wait_parity", "min",
     "Parallel", "Pipelined", "pow", "prim_func", "PrimFunc", "print", "reduce_absmax",
     "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "reinterpret", "reshape", "rsqrt",

@@ -21,17 +21,18 @@ def mbarrier_wait_parity(barrier, parity):
 
 
 @builtin
-def atomic_add(dst, value, memory_order=None, return_prev=False):
-    """Atomically adds `value` to `dst` (an element or a tile)."""
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+    """Atomically adds `value` to `dst` (an element or a tile). `memory_order`: None or "relaxed" (tilec's
+    atomics are relaxed); `use_tma` (TileLang's TMA reduction) is reported as not applied."""
 
 
 @builtin
-def atomic_max(dst, value, memory_order=None, return_prev=False):
+def atomic_max(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """Atomically takes the max of `value` and `dst`."""
 
 
 @builtin
-def atomic_min(dst, value, memory_order=None, return_prev=False):
+def atomic_min(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """Atomically takes the min of `value` and `dst`."""
 
 
@@ -43,6 +44,13 @@ def use_swizzle(panel_size, order="row", enable=True):
 @builtin
 def annotate_layout(layout_map):
     """Fixes buffers' layouts: `T.annotate_layout({A_s: make_swizzled_layout(A_s)})`."""
+
+
+@builtin
+def Layout(shape, forward_fn):  # noqa: N802 - TileLang's name
+    """A custom layout of a global tensor for `T.annotate_layout`: element `idx` of a tensor of `shape`
+    lives at the row-major position of `forward_fn(*idx)` (a list of integer expressions of the indices,
+    with + - * and // % by constants) in a buffer of as many elements."""
 
 
 @builtin

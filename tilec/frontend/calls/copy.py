@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tilec.dialects import tile
 
+from ..custom_layout import copy_elementwise, laid_out
 from ..values import Access, TileRef
 from .operands import describe_, explicit_shape, region, require_kernel
 from .registry import handles
@@ -12,6 +13,9 @@ from .registry import handles
 @handles("copy")
 def copy(v, src, dst, **_):
     require_kernel(v, "T.copy", whole_tiles=True)
+    if laid_out(v, src) is not None or laid_out(v, dst) is not None:
+        copy_elementwise(v, src, dst)
+        return
     src_shape, dst_shape = explicit_shape(v, src), explicit_shape(v, dst)
     if src_shape is None and dst_shape is None:
         raise v.b.error("T.copy between two single elements: neither side gives the region's shape",
