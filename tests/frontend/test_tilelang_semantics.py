@@ -225,3 +225,49 @@ def test_lambdas_compute_at_compile_time_and_are_traced_on_run_time_values():
     a = np.ones(64, np.float32)
     lambdas()(a)
     assert a[0] == 5 and (a[32:] == 6).all() and (a[1:32] == 1).all()
+
+
+# --------------------------------------------------------------------------- #
+# Scalar kernel parameters (`max_seqlen: T.int32`)
+# --------------------------------------------------------------------------- #
+
+
+def varlen_rows(batch, blk=4, D=8):
+    total = T.dynamic("total")
+
+    @T.prim_func
+    def main(X: T.Tensor((total, D), T.float32), cu: T.Tensor((batch + 1,), T.int32), max_len: T.int32,
+             scale: T.int32, Y: T.Tensor((total, D), T.float32)):
+        with T.Kernel(T.ceildiv(max_len, blk), batch, threads=32) as (bx, by):
+            start = cu[by]
+            n = cu[by + 1] - start
+            for i, j in T.Parallel(blk, D):
+                if bx * blk + i < n:
+                    Y[start + bx * blk + i, j] = X[start + bx * blk + i, j] * scale + max_len
+
+    return main
+
+
+def _varlen_case():
+    lens = [5, 9, 2]
+    cu = np.array([0, *np.cumsum(lens)], np.int32)
+    x = np.random.default_rng(5).standard_normal((cu[-1], 8)).astype(np.float32)
+    return cu, x, max(lens)
+
+
+@pytest.mark.parametrize("target", ["interp", "sim"])
+def test_scalar_parameters_are_passed_by_value_and_may_size_the_grid(target):
+    from tilec.passes import convert_tile_to_thread
+
+    cu, x, max_len = _varlen_case()
+    if target == "sim" and not getattr(convert_tile_to_thread, "SCALAR_PARAMS", False):
+        with pytest.raises(tilec.TilecError, match="scalar parameter `max_len` .* not supported by the CUDA lowering"):
+            tilec.compile(varlen_rows(3), out_idx=[-1], target=target)
+        return
+    kernel = tilec.compile(varlen_rows(3), out_idx=[-1], target=target)
+    y = kernel(x, cu, max_len, 2)
+    np.testing.assert_allclose(y, x * 2 + max_len, rtol=1e-6)
+    y = kernel(x[:7], cu[:3] if False else np.array([0, 3, 5, 7], np.int32), 3, 1)  # another grid
+    np.testing.assert_allclose(y, x[:7] + 3, rtol=1e-6)
+    with pytest.raises(tilec.TilecError, match=r"argument 2 \(`max_len`\) is a int32 scalar, got float"):
+        kernel(x, cu, 9.5, 1)
