@@ -29,7 +29,7 @@ from tilec.source import parse_function
 from . import calls
 from .custom_layout import physical_indices
 from .semantic import Builder, describe, is_compile_time
-from .values import Access, Scalar, SliceIndex, TileRef, VarRef
+from .values import Access, BarrierRef, Scalar, SliceIndex, TileRef, VarRef
 
 _BINOP = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -117,6 +117,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has at least one)
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
         self.custom_layouts: dict = {}  # global tensor SSA -> its T.Layout (custom_layout.py)
+        self.ws = None  # the warp-specialized role being built (warp_specialize.WsState)
 
     # ------------------------------------------------------------------ #
     # Locations and dispatch
@@ -608,6 +609,10 @@ class KernelVisitor(ast.NodeVisitor):
             return Access(base, tuple(self.subscript_index(e) for e in elements))
         if isinstance(base, VarRef):
             return Access(base.tile, tuple(self.subscript_index(e) for e in elements))
+        if isinstance(base, BarrierRef):
+            if base.index is not None or len(elements) != 1:
+                raise self.b.error("an array of barriers takes one index: `bars[i]`")
+            return BarrierRef(base.ssa, self.index_ssa(self.visit(index_node)))
         key = self.rvalue(self.visit(index_node))
         if isinstance(key, Scalar):
             raise self.b.error(f"{describe(base)} cannot be indexed by a run-time value",

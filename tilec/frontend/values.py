@@ -83,6 +83,18 @@ class VarRef:
 
 
 @dataclass(frozen=True)
+class BarrierRef:
+    """An mbarrier of `T.alloc_barrier` (an array of them when allocated with a list), or element `index`."""
+
+    ssa: SSAValue
+    index: SSAValue | None = None
+
+    @property
+    def count(self) -> int:
+        return self.ssa.type.count
+
+
+@dataclass(frozen=True)
 class SliceIndex:
     """`start:stop` inside a subscript; either bound may be missing."""
 

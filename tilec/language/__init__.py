@@ -29,15 +29,16 @@ from .structure import (
 )
 from .reduce import cummax, cumsum, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sync import (
-    Layout, annotate_layout, atomic_add, atomic_max, atomic_min, device_assert, mbarrier_arrive,
-    mbarrier_wait_parity, print, sync_threads, use_swizzle,
+    Layout, annotate_layout, atomic_add, atomic_max, atomic_min, barrier_arrive, barrier_wait, device_assert,
+    mbarrier_arrive, mbarrier_wait_parity, print, sync_threads, use_swizzle, ws,
 )
 
 __all__ = [
     "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg", "disable_warp_group_reg_alloc",
     "inc_max_nreg", "no_set_max_nreg", "set_max_nreg",
     "abs", "alloc_barrier", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var",
-    "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16", "bool", "Buffer",
+    "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "barrier_arrive", "barrier_wait", "bfloat16",
+    "bool", "Buffer",
     "Cast", "cast", "ceil", "ceildiv", "clamp", "clear", "const", "copy", "cos", "cummax", "cumsum",
     "device_assert", "double", "dtype", "dtypes", "dynamic", "empty", "erf", "exp", "exp2", "fill",
     "float", "float16", "float32", "float4_e2m1fn", "float64", "float6_e2m3fn", "float6_e3m2fn",
@@ -49,5 +50,5 @@ __all__ = [
     "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "reinterpret", "reshape", "rsqrt",
     "Serial", "serial", "short", "sigmoid", "sin", "sqrt", "Symbol", "symbolic", "sync_threads",
     "tanh", "Tensor", "tfloat32", "tma_copy", "uint", "uint16", "uint32", "uint64", "uint8",
-    "unroll", "use_swizzle", "vectorized", "view",
+    "unroll", "use_swizzle", "vectorized", "view", "ws",
 ]

@@ -11,13 +11,29 @@ def sync_threads():
 
 
 @builtin
-def mbarrier_arrive(barrier):
-    """Arrives on an mbarrier."""
+def mbarrier_arrive(mbarrier):
+    """Arrives on an mbarrier (`bars[i]` for one of an array)."""
 
 
 @builtin
-def mbarrier_wait_parity(barrier, parity):
+def mbarrier_wait_parity(mbarrier, parity):
     """Waits for the mbarrier phase with `parity` to complete."""
+
+
+@builtin
+def barrier_arrive(barrier_id):
+    """Arrives on an mbarrier of `T.alloc_barrier` (TileLang's spelling of `T.mbarrier_arrive`)."""
+
+
+@builtin
+def barrier_wait(barrier_id, parity=None):
+    """Waits for the mbarrier's phase with `parity` (TileLang's spelling of `T.mbarrier_wait_parity`)."""
+
+
+@builtin
+def ws(*warp_group_ids):
+    """`with T.ws(k):` — a block run by warpgroup k of a warp-specialized kernel (see
+    tilec/frontend/warp_specialize.py for what tilec supports)."""
 
 
 @builtin

@@ -142,9 +142,22 @@ def region(v, value, hint: tuple[int, ...] | None, what: str):
     return v.b.emit(tile.RegionOp(ref.ssa, offsets, rtype)).results[0]
 
 
-def tile_operand(v, value, what: str, scopes: tuple[str, ...], hint=None):
-    """`region()` of an operand that must live in one of `scopes`."""
-    ssa = region(v, value, hint, what)
+def stage_view(v, value):
+    """`buf[s, :, :]` of a shared buffer of 3 or more dimensions: its stage s (`tile.stage`, one dimension
+    less, as multi-buffered pipelines and TMA use it); None for any other operand."""
+    if not isinstance(value, Access) or value.tile.scope != "shared" or len(value.indices) < 3:
+        return None
+    first, rest = value.indices[0], value.indices[1:]
+    if isinstance(first, SliceIndex) or not all(isinstance(i, SliceIndex) and i.start is None and i.stop is None
+                                                for i in rest):
+        return None
+    return v.b.emit(tile.StageOp(value.tile.ssa, v.index_ssa(first))).results[0]
+
+
+def tile_operand(v, value, what: str, scopes: tuple[str, ...], hint=None, *, stages: bool = False):
+    """`region()` of an operand that must live in one of `scopes`; with `stages`, a shared buffer's stage
+    `buf[s, :, :]` is its stage view (the 2-D operand a gemm reads)."""
+    ssa = (stage_view(v, value) if stages else None) or region(v, value, hint, what)
     scope = ssa.type.scope
     if scope not in scopes:
         raise v.b.error(f"{what} must be in {' or '.join(scopes)} scope, got a {scope} tile",

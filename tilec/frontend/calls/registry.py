@@ -22,7 +22,7 @@ import tilec.language as T
 from tilec.dtypes import DType
 from tilec.language.structure import Macro, PrimFunc
 
-from ..values import Access, BoundMethod, Scalar, SwizzleLayout, TileRef, VarRef
+from ..values import Access, BarrierRef, BoundMethod, Scalar, SwizzleLayout, TileRef, VarRef
 from .operands import describe_
 
 Handler = Callable[..., object]
@@ -68,7 +68,7 @@ def closest_language_name(name: str) -> str:
 
 
 def _is_runtime(value) -> bool:
-    return isinstance(value, Scalar | TileRef | Access | VarRef | SwizzleLayout)
+    return isinstance(value, Scalar | TileRef | Access | VarRef | SwizzleLayout | BarrierRef)
 
 
 def call(v, node, func, args: list, kwargs: dict):
