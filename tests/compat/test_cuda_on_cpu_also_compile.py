@@ -70,3 +70,12 @@ def test_compile_only_needs_a_target(on_cpu):
     with pytest.raises(ValueError, match="compile_only needs a GPU target"):
         on_cpu.install(compile_only=True)
     assert not on_cpu.active()
+
+
+def test_cuda_generators_are_cpu_generators(on_cpu):
+    on_cpu.install()
+    g = torch.Generator(device="cuda")
+    g.manual_seed(3)
+    x = torch.randn(4, generator=g, device="cuda")
+    assert x.device.type == "cpu" and isinstance(g, torch.Generator)
+    assert torch.equal(x, torch.randn(4, generator=torch.Generator(device="cuda").manual_seed(3)))

@@ -271,3 +271,71 @@ def test_scalar_parameters_are_passed_by_value_and_may_size_the_grid(target):
     np.testing.assert_allclose(y, x[:7] + 3, rtol=1e-6)
     with pytest.raises(tilec.TilecError, match=r"argument 2 \(`max_len`\) is a int32 scalar, got float"):
         kernel(x, cu, 9.5, 1)
+
+
+# --------------------------------------------------------------------------- #
+# Annotations
+# --------------------------------------------------------------------------- #
+
+
+@tilec.jit(target="interp")
+def one_dynamic_size(x, y):
+    batch = T.dynamic("batch")
+    x: T.Tensor[(batch, 4), T.float32]
+    y: T.Tensor[(batch), T.float32]  # `(batch)` is batch itself: a one-dimensional shape
+    with T.Kernel(batch, threads=32) as bx:
+        y[bx] = x[bx, 0] + x[bx, 3]
+
+
+def test_a_tensor_annotation_with_one_bare_size():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.zeros(3, np.float32)
+    one_dynamic_size(x, y)
+    np.testing.assert_array_equal(y, x[:, 0] + x[:, 3])
+
+
+@tilec.jit(target="interp")
+def call_annotation_with_bare_size(x, y):
+    n = T.dynamic("n")
+    x: T.Tensor((n, 2), T.float32)
+    y: T.Tensor((n), T.float32)  # the call form, with a run-time size alone
+    with T.Kernel(n, threads=32) as bx:
+        y[bx] = x[bx, 1]
+
+
+@tilec.jit(target="interp")
+def comprehension_sizes(a, sizes=(3, 5, 8), block=4):
+    total = sum(sizes)
+    blocks = sum((s + block - 1) // block for s in sizes)  # a generator expression, at compile time
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    a: T.Tensor((total,), T.float32)
+    out = T.empty((blocks,), T.int32)
+    with T.Kernel(1, threads=32) as bx:
+        out[0] = starts[2] + len({s % 2 for s in sizes}) + {k: k for k in range(3)}[2]
+    return out
+
+
+def test_annotation_calls_and_compile_time_comprehensions():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    y = np.zeros(3, np.float32)
+    call_annotation_with_bare_size(x, y)
+    np.testing.assert_array_equal(y, x[:, 1])
+    out = comprehension_sizes(np.zeros(16, np.float32))
+    assert out.shape == (1 + 2 + 2,) and out[0] == 8 + 2 + 2
+
+
+def pointer_table():
+    @T.prim_func
+    def main(ptrs: T.Tensor([4], T.ptr), out: T.Tensor([4], T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            out[0] = 1.0
+
+    return main
+
+
+def test_pointer_tensors_are_a_located_refusal():
+    from tilec.frontend import build_prim_func
+
+    with pytest.raises(tilec.TilecError, match=r"holds pointers \(T.ptr\): tilec has no pointer tensors") as e:
+        build_prim_func(pointer_table())
+    assert "test_tilelang_semantics.py" in str(e.value)

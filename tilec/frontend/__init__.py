@@ -87,6 +87,10 @@ class _ProgramBuilder:
 
     # ------------------------------------------------------------------------
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
+        if dtype is None and raw_dtype == "handle":
+            raise v.b.error(f"tensor `{name}` holds pointers (T.ptr): tilec has no pointer tensors, so kernels "
+                            "cannot build tensors from them (T.make_tensor)",
+                            hint="pass the tensors themselves, or concatenate them into one tensor with offsets")
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
         if dtype.name == "tfloat32":  # a tensor-core input precision: the tensor holds float32

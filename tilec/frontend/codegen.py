@@ -45,7 +45,6 @@ _UNSUPPORTED_HINTS = {
     "Lambda": "define a @T.macro function instead",
     "Try": "kernels cannot raise or catch exceptions; use T.device_assert",
     "Raise": "use T.device_assert(cond, msg) inside kernels",
-    "ListComp": "write the values out, or build the list outside the kernel",
     "Global": "pass the value as a parameter instead",
     "Nonlocal": "pass the value as a parameter instead",
     "Delete": "names cannot be deleted inside kernels",
@@ -550,17 +549,40 @@ class KernelVisitor(ast.NodeVisitor):
     def visit_Lambda(self, node: ast.Lambda):
         """A Python function of compile-time values (as TileLang evaluates one: `T.Layout(shape, lambda
         i, j: [j, i])`); its free names are the kernel's values where the lambda is written."""
-        params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
-        params |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
-        free = {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name) and n.id not in params}
-        scope = {"__builtins__": py_builtins}
-        for name in free:
-            if name in self.frame.names or self.frame.lookup_outer(name)[0]:
-                scope[name] = self.lookup(name)
-        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.frame.file, "eval")
-        fn = eval(code, scope)  # noqa: S307 - the kernel's own source, as Python runs it
+        fn = self._python_eval(node, node.body)
         fn.__tilec_lambda__ = (node, self.frame)
         return fn
+
+    def _python_eval(self, node: ast.expr, body: ast.AST, *, runtime_ok: bool = True):
+        """`node` evaluated by Python, its free names (those of `body` it does not bind) being the
+        kernel's values; with `runtime_ok` False, a run-time value among them is a located error."""
+        bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(node, ast.Lambda):
+            a = node.args
+            bound |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+        free = {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and n.id not in bound}
+        scope = {"__builtins__": py_builtins}
+        for name in sorted(free):
+            if name in self.frame.names or self.frame.lookup_outer(name)[0]:
+                value = self.lookup(name)
+                if not runtime_ok and isinstance(value, Scalar | TileRef | Access | VarRef | BarrierRef):
+                    raise self.b.error(f"a comprehension is computed at compile time, but `{name}` is a run-time "
+                                       "value", hint="loop over run-time values with T.serial or T.Parallel")
+                scope[name] = value
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.frame.file, "eval")
+        try:
+            return eval(code, scope)  # noqa: S307 - the kernel's own source, as Python runs it
+        except RuntimeError as e:
+            if "only usable inside" not in str(e):
+                raise
+            raise self.b.error(f"a comprehension is computed by Python at compile time: {e}",
+                               hint="build IR with a `for` loop instead") from None
+
+    def visit_ListComp(self, node: ast.ListComp):
+        """A comprehension of compile-time values (`sum((n + b - 1) // b for n in sizes)`), as Python computes it."""
+        return self._python_eval(node, node, runtime_ok=False)
+
+    visit_GeneratorExp = visit_SetComp = visit_DictComp = visit_ListComp
 
     def call_lambda(self, fn, args: list, kwargs: dict):
         """A kernel lambda called with run-time values: its body is traced where it is called (as

@@ -10,7 +10,7 @@ from . import dtypes, fp8
 from .copy import clear, copy, fill, tma_copy
 from .dtypes import (
     bfloat16, bool, double, dtype, float, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e4m3, float8_e4m3fn,
-    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int4, int8, int16, int32, int64, long, short,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int4, int8, int16, int32, int64, long, ptr, short,
     tfloat32, uint, uint8, uint16, uint32, uint64,
 )
 from .gemm import GemmWarpPolicy, gemm
@@ -46,7 +46,7 @@ __all__ = [
     "floormod", "fp8", "gemm", "GemmWarpPolicy", "get_block_binding", "get_thread_binding", "half",
     "if_then_else", "infinity", "int", "Layout", "int16", "int32", "int4", "int64", "int8", "Kernel", "log",
     "log2", "long", "Macro", "macro", "max", "mbarrier_arrive", "mbarrier_wait_parity", "min",
-    "Parallel", "Pipelined", "pow", "prim_func", "PrimFunc", "print", "reduce_absmax",
+    "Parallel", "Pipelined", "pow", "ptr", "prim_func", "PrimFunc", "print", "reduce_absmax",
     "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "reinterpret", "reshape", "rsqrt",
     "Serial", "serial", "short", "sigmoid", "sin", "sqrt", "Symbol", "symbolic", "sync_threads",
     "tanh", "Tensor", "tfloat32", "tma_copy", "uint", "uint16", "uint32", "uint64", "uint8",

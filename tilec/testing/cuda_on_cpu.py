@@ -153,11 +153,13 @@ def _seed(seed) -> None:
 def _generator_class():
     import torch
 
-    class Generator(torch.Generator):
+    real = torch.Generator  # the class itself: `torch.Generator` is this subclass once installed
+
+    class Generator(real):
         """`torch.Generator(device="cuda")` is a CPU generator (tensors made with it are on the CPU)."""
 
         def __new__(cls, device="cpu"):
-            return torch.Generator.__new__(cls, device=_cpu(device))
+            return real.__new__(cls, device=_cpu(device))
 
         def __init__(self, device="cpu"):
             pass

@@ -96,6 +96,8 @@ def call(v, node, func, args: list, kwargs: dict):
         return v.b.cast(value, func) if isinstance(value, Scalar) else Scalar(v.b.to_ssa(value, func.ir))
     if isinstance(func, PrimFunc):
         raise v.b.error(f"cannot call prim_func {func.__name__} inside a kernel", hint="decorate helpers with @T.macro")
+    if func is T.Tensor:  # an annotation's T.Tensor((n), dtype): sizes may be run-time dimensions
+        return func(*args, **kwargs)
     if hasattr(func, "__tilec_lambda__") and any(_is_runtime(a) for a in [*args, *kwargs.values()]):
         return v.call_lambda(func, args, kwargs)
     if inspect.isfunction(func) and any(_is_runtime(a) for a in [*args, *kwargs.values()]):
