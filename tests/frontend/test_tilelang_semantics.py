@@ -339,3 +339,55 @@ def test_pointer_tensors_are_a_located_refusal():
     with pytest.raises(tilec.TilecError, match=r"holds pointers \(T.ptr\): tilec has no pointer tensors") as e:
         build_prim_func(pointer_table())
     assert "test_tilelang_semantics.py" in str(e.value)
+
+
+# --------------------------------------------------------------------------- #
+# Region slices whose start is a T.alloc_var
+# --------------------------------------------------------------------------- #
+
+
+@tilec.jit(target="interp")
+def var_start_rows(X, sizes, blk=4, D=8):
+    M, G = T.const("M, G")
+    X: T.Tensor((M, D), T.float32)
+    sizes: T.Tensor((G,), T.int32)
+    out = T.empty((G, blk, D), T.float32)
+    with T.Kernel(G, threads=32) as g:
+        tile_ = T.alloc_fragment((blk, D), T.float32)
+        offset = T.alloc_var(dtype=T.int32)
+        offset = 0
+        for i in T.serial(g):
+            offset += sizes[i]
+        T.copy(X[offset:offset + blk, :], tile_)  # a loaded start: the extent is still blk
+        T.copy(X[offset + 0 * blk:offset + (0 + 1) * blk, :], tile_)
+        T.copy(tile_, out[g, :, :])
+    return out
+
+
+def test_a_slice_that_starts_at_a_variable_has_the_extent_of_its_bounds_difference():
+    x = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    sizes = np.array([4, 5, 7], np.int32)
+    out = var_start_rows(x, sizes)
+    np.testing.assert_array_equal(out, np.stack([x[0:4], x[4:8], x[9:13]]))
+
+
+def out_of_bounds_fragment(heads=1, block_M=8):
+    @T.prim_func
+    def main(S: T.Tensor((heads,), T.float32), O: T.Tensor((block_M,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            sinks = T.alloc_fragment([heads], T.float32)
+            for i in T.Parallel(block_M):
+                sinks[i] = S[0]  # heads < block_M: past the fragment's end
+            for i in T.Parallel(block_M):
+                O[i] = sinks[i]
+
+    return main
+
+
+def test_a_buffer_indexed_past_its_end_by_a_parallel_loop_is_a_located_error():
+    from tilec.frontend import build_prim_func
+
+    with pytest.raises(tilec.TilecError, match=r"index 0 of sinks takes values 0 to 7 .* dimension 0 has size 1") as e:
+        build_prim_func(out_of_bounds_fragment())
+    assert "test_tilelang_semantics.py" in str(e.value)
+    build_prim_func(out_of_bounds_fragment(heads=8))  # the same kernel with a buffer as large as the loop

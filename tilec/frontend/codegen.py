@@ -117,6 +117,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
         self.custom_layouts: dict = {}  # global tensor SSA -> its T.Layout (custom_layout.py)
         self.ws = None  # the warp-specialized role being built (warp_specialize.WsState)
+        self._var_loads: list[dict] = []  # per subscript being read: T.alloc_var -> its value, loaded once
 
     # ------------------------------------------------------------------ #
     # Locations and dispatch
@@ -233,8 +234,14 @@ class KernelVisitor(ast.NodeVisitor):
         if isinstance(value, Access):
             return self.load(value)
         if isinstance(value, VarRef):
+            cache = self._var_loads[-1] if self._var_loads else None
+            if cache is not None and value.tile.ssa in cache:
+                return cache[value.tile.ssa]
             zero = self.b.const(0, IndexType())
-            return Scalar(self.b.emit(tile.LoadOp(value.tile.ssa, [zero])).results[0])
+            loaded = Scalar(self.b.emit(tile.LoadOp(value.tile.ssa, [zero])).results[0])
+            if cache is not None:
+                cache[value.tile.ssa] = loaded
+            return loaded
         return value
 
     def index_ssa(self, value):
@@ -283,8 +290,28 @@ class KernelVisitor(ast.NodeVisitor):
     def load(self, access: Access) -> Scalar:
         self.require_kernel(f"reading an element of {access.tile}")
         self.check_point(access)
+        self.check_static_bounds(access, [self.rvalue(i) for i in access.indices])
         indices = [self.index_ssa(i) for i in self.element_indices(access)]
         return Scalar(self.b.emit(tile.LoadOp(access.tile.ssa, indices)).results[0])
+
+    def check_static_bounds(self, access: Access, indices) -> None:
+        """An element of a fragment or local buffer (registers) indexed by T.Parallel variables (plus
+        constants) must lie inside the buffer for every iteration: a located error otherwise, before any
+        target runs it (the interpreter would stop there; a GPU would use another register)."""
+        ref = access.tile
+        if ref.scope not in ("fragment", "local") or not self.parallel_loops:
+            return
+        extents = {arg: n for loop in self.parallel_loops for arg, n in zip(loop.body.block.args, loop.shape)}
+        for dim, index in enumerate(indices):
+            a = self.b.affine_of(index)
+            if a is None or not a.terms or not all(ssa in extents for ssa, _ in a.terms):
+                continue
+            lo = a.const + sum(min(0, k * (extents[ssa] - 1)) for ssa, k in a.terms)
+            hi = a.const + sum(max(0, k * (extents[ssa] - 1)) for ssa, k in a.terms)
+            if lo < 0 or hi >= ref.shape[dim]:
+                raise self.b.error(f"index {dim} of {ref} takes values {lo} to {hi} over the T.Parallel loop, but "
+                                   f"dimension {dim} has size {ref.shape[dim]}",
+                                   hint="make the buffer as large as the loop, or loop over the buffer's own extent")
 
     def element_indices(self, access: Access) -> tuple:
         """The indices an element access addresses: its own, or through the tensor's custom T.Layout."""
@@ -299,6 +326,7 @@ class KernelVisitor(ast.NodeVisitor):
         value = self.rvalue(value)
         if isinstance(value, TileRef):
             raise self.b.error(f"cannot store {describe(value)} into one element", hint="use T.copy(src, dst)")
+        self.check_static_bounds(access, [self.rvalue(i) for i in access.indices])
         indices = [self.index_ssa(i) for i in self.element_indices(access)]
         ssa = self.b.to_ssa(value, access.tile.type.element_type)
         self.check_fragment_write(access.tile, indices)
@@ -624,6 +652,15 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error(f"{describe(base)} has no attribute `{node.attr}`") from None
 
     def visit_Subscript(self, node: ast.Subscript):
+        """`base[indices]`; the indices read each T.alloc_var once (nothing stores between them), so that
+        `X[off + i * n:off + (i + 1) * n]` has the extent n."""
+        self._var_loads.append({})
+        try:
+            return self._subscript(node)
+        finally:
+            self._var_loads.pop()
+
+    def _subscript(self, node: ast.Subscript):
         base = self.visit(node.value)
         index_node = node.slice
         elements = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
