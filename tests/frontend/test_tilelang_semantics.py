@@ -391,3 +391,22 @@ def test_a_buffer_indexed_past_its_end_by_a_parallel_loop_is_a_located_error():
         build_prim_func(out_of_bounds_fragment())
     assert "test_tilelang_semantics.py" in str(e.value)
     build_prim_func(out_of_bounds_fragment(heads=8))  # the same kernel with a buffer as large as the loop
+
+
+def guarded_fragment(n=4, block=8):
+    @T.prim_func
+    def main(S: T.Tensor((block,), T.float32), O: T.Tensor((n,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            part = T.alloc_fragment([n], T.float32)
+            for i in T.Parallel(block):
+                if i < n:
+                    part[i] = S[i] * 2
+            T.copy(part, O)
+
+    return main
+
+
+def test_a_guarded_access_is_not_judged_by_the_loop_extent_alone():
+    o = np.zeros(4, np.float32)
+    tilec.compile(guarded_fragment(), target="interp")(np.arange(8, dtype=np.float32), o)
+    np.testing.assert_array_equal(o, np.arange(4) * 2)

@@ -117,6 +117,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
         self.custom_layouts: dict = {}  # global tensor SSA -> its T.Layout (custom_layout.py)
         self.ws = None  # the warp-specialized role being built (warp_specialize.WsState)
+        self._guards = 0  # run-time `if`s being built around the current statement
         self._var_loads: list[dict] = []  # per subscript being read: T.alloc_var -> its value, loaded once
 
     # ------------------------------------------------------------------ #
@@ -299,7 +300,7 @@ class KernelVisitor(ast.NodeVisitor):
         constants) must lie inside the buffer for every iteration: a located error otherwise, before any
         target runs it (the interpreter would stop there; a GPU would use another register)."""
         ref = access.tile
-        if ref.scope not in ("fragment", "local") or not self.parallel_loops:
+        if ref.scope not in ("fragment", "local") or not self.parallel_loops or self._guards:
             return
         extents = {arg: n for loop in self.parallel_loops for arg, n in zip(loop.body.block.args, loop.shape)}
         for dim, index in enumerate(indices):
@@ -426,12 +427,16 @@ class KernelVisitor(ast.NodeVisitor):
         then_block, else_block = Block(), Block()
         op = self.b.emit(scf.IfOp(c, [], Region(then_block), Region(else_block) if node.orelse else None))
         then_block.add_op(scf.YieldOp())
-        with self.runtime_region(then_block):
-            self.visit_body(node.body)
-        if node.orelse:
-            else_block.add_op(scf.YieldOp())
-            with self.runtime_region(else_block):
-                self.visit_body(node.orelse)
+        self._guards += 1  # accesses under a run-time condition may be in bounds only where it holds
+        try:
+            with self.runtime_region(then_block):
+                self.visit_body(node.body)
+            if node.orelse:
+                else_block.add_op(scf.YieldOp())
+                with self.runtime_region(else_block):
+                    self.visit_body(node.orelse)
+        finally:
+            self._guards -= 1
         self.b.verify(op)
 
     def visit_For(self, node: ast.For) -> None:
