@@ -410,3 +410,69 @@ def test_a_guarded_access_is_not_judged_by_the_loop_extent_alone():
     o = np.zeros(4, np.float32)
     tilec.compile(guarded_fragment(), target="interp")(np.arange(8, dtype=np.float32), o)
     np.testing.assert_array_equal(o, np.arange(4) * 2)
+
+
+@tilec.jit(target="interp")
+def fill_one_element(a):
+    a: T.Tensor((4,), T.int32)
+    with T.Kernel(1, threads=32) as bx:
+        s = T.alloc_shared([4], T.int32)
+        T.fill(s, 7)
+        T.fill(s[2], 0)  # one element: the region of that element
+        T.copy(s, a)
+
+
+def test_fill_of_one_element():
+    a = np.zeros(4, np.int32)
+    fill_one_element(a)
+    np.testing.assert_array_equal(a, [7, 7, 0, 7])
+
+
+# --------------------------------------------------------------------------- #
+# Unsigned integers (T.reinterpret(x, "uint32") and bit tricks on it)
+# --------------------------------------------------------------------------- #
+
+
+@tilec.jit(target="interp")
+def float_bits(x, N=8):
+    x: T.Tensor((N,), T.float32)
+    out = T.empty((N,), T.int32)
+    big = T.empty((N,), T.uint32)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(N):
+            bits = T.reinterpret(x[i], "uint32")
+            exponent = (bits >> 23) & 0xFF  # a logical shift: the sign bit does not spread
+            mantissa = bits & ((1 << 23) - 1)
+            out[i] = T.Cast("int32", exponent - 127 + T.if_then_else(mantissa != 0, 1, 0))
+            big[i] = T.if_then_else(bits > 0x80000000, bits // 2, bits % 7)
+    return out, big
+
+
+def test_unsigned_arithmetic_shifts_divides_and_compares_as_unsigned():
+    x = np.array([1.0, 3.0, 0.5, 1e-3, -2.0, -0.75, 1024.0, 6.0], np.float32)
+    out, big = float_bits(x)
+    bits = x.view(np.uint32)
+    np.testing.assert_array_equal(out, np.ceil(np.log2(np.abs(x))).astype(np.int32))
+    np.testing.assert_array_equal(big, np.where(bits > 0x80000000, bits // 2, bits % 7).astype(np.uint32))
+
+
+@tilec.jit(target="interp")
+def unsigned_conversions(a, N=4):
+    a: T.Tensor((N,), T.uint8)
+    wide = T.empty((N,), T.uint32)
+    f = T.empty((N,), T.float32)
+    back = T.empty((N,), T.uint16)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(N):
+            wide[i] = a[i]  # zero-extended
+            f[i] = a[i] * 1.0
+            back[i] = f[i] * 2.0 + a[i]
+    return wide, f, back
+
+
+def test_unsigned_conversions_zero_extend():
+    a = np.array([0, 1, 200, 255], np.uint8)
+    wide, f, back = unsigned_conversions(a)
+    np.testing.assert_array_equal(wide, a.astype(np.uint32))
+    np.testing.assert_array_equal(f, a.astype(np.float32))
+    np.testing.assert_array_equal(back, (a.astype(np.float32) * 3).astype(np.uint16))

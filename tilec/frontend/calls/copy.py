@@ -57,7 +57,8 @@ def tma_copy(v, src, dst, barrier):
 @handles("fill")
 def fill(v, buffer, value):
     require_kernel(v, "T.fill", whole_tiles=True)
-    dst = region(v, buffer, None, "T.fill destination")
+    one = (1,) if isinstance(buffer, Access) and buffer.is_point else None  # T.fill(buf[i], x): that element
+    dst = region(v, buffer, one, "T.fill destination")
     value = v.rvalue(value)
     if isinstance(value, TileRef | Access):
         raise v.b.error(f"T.fill needs a scalar value, got {describe_(value)}")
