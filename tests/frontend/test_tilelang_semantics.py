@@ -476,3 +476,22 @@ def test_unsigned_conversions_zero_extend():
     np.testing.assert_array_equal(wide, a.astype(np.uint32))
     np.testing.assert_array_equal(f, a.astype(np.float32))
     np.testing.assert_array_equal(back, (a.astype(np.float32) * 3).astype(np.uint16))
+
+
+@tilec.jit(target="interp")
+def inverted_bits(x, N=4):
+    x: T.Tensor((N,), T.int32)
+    out = T.empty((N,), T.int32)
+    u = T.empty((N,), T.uint16)
+    with T.Kernel(1, threads=32) as bx:
+        for i in T.Parallel(N):
+            out[i] = ~x[i]
+            u[i] = ~T.reinterpret(T.cast(x[i], T.float16), T.uint16) & 0xFFFF
+    return out, u
+
+
+def test_bitwise_not_of_run_time_integers():
+    x = np.array([0, 5, -3, 1000], np.int32)
+    out, u = inverted_bits(x)
+    np.testing.assert_array_equal(out, ~x)
+    np.testing.assert_array_equal(u, ~x.astype(np.float16).view(np.uint16))

@@ -532,6 +532,10 @@ class KernelVisitor(ast.NodeVisitor):
             return self.b.logical_not(value)
         if isinstance(node.op, ast.Invert) and is_compile_time(value):
             return ~value
+        if isinstance(node.op, ast.Invert) and isinstance(value, Scalar) and value.is_int and not value.is_index:
+            if value.is_bool:
+                return self.b.logical_not(value)
+            return self.b.binop("^", value, (1 << value.type.width.data) - 1)  # every bit flipped
         raise self.b.error(f"unsupported unary operator {type(node.op).__name__}")
 
     def visit_IfExp(self, node: ast.IfExp):
