@@ -495,3 +495,45 @@ def test_bitwise_not_of_run_time_integers():
     out, u = inverted_bits(x)
     np.testing.assert_array_equal(out, ~x)
     np.testing.assert_array_equal(u, ~x.astype(np.float16).view(np.uint16))
+
+
+# --------------------------------------------------------------------------- #
+# Convolution as an implicit gemm: T.im2col and T.Tensor(shape, dtype, A.data) views
+# --------------------------------------------------------------------------- #
+
+
+@tilec.jit(target="interp")
+def conv_im2col(data, kernel, S=1, D=1, P=1, bm=16, bn=16, bk=16):
+    N, C, H, W, F, K = T.const("N, C, H, W, F, K")
+    OH = (H + 2 * P - D * (K - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (K - 1) - 1) // S + 1
+    data: T.Tensor((N, H, W, C), T.float16)
+    kernel: T.Tensor((K, K, C, F), T.float16)
+    out = T.empty((N, OH, OW, F), T.float32)
+    with T.Kernel(T.ceildiv(F, bn), T.ceildiv(N * OH * OW, bm), threads=128) as (bx, by):
+        data_s = T.alloc_shared((bm, bk), T.float16)
+        kernel_s = T.alloc_shared((bk, bn), T.float16)
+        acc = T.alloc_fragment((bm, bn), T.float32)
+        kernel_flat = T.Tensor((K * K * C, F), T.float16, kernel.data)
+        out_flat = T.Tensor((N * OH * OW, F), T.float32, out.data)
+        T.clear(acc)
+        for k in T.serial(T.ceildiv(K * K * C, bk)):
+            T.im2col(data, data_s, by, k, K, S, D, P)
+            T.copy(kernel_flat[k * bk, bx * bn], kernel_s)
+            T.gemm(data_s, kernel_s, acc)
+        T.copy(acc, out_flat[by * bm, bx * bn])
+    return out
+
+
+@pytest.mark.parametrize("stride, dilation, pad", [(1, 1, 1), (2, 1, 0), (1, 2, 2)])
+def test_im2col_convolution_matches_torch(stride, dilation, pad):
+    import torch
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 9, 7, 8)).astype(np.float16)
+    w = rng.standard_normal((3, 3, 8, 16)).astype(np.float16)
+    out = conv_im2col(x, w, S=stride, D=dilation, P=pad)
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x).float().permute(0, 3, 1, 2),
+                                     torch.from_numpy(w).float().permute(3, 2, 0, 1),
+                                     stride=stride, padding=pad, dilation=dilation).permute(0, 2, 3, 1).numpy()
+    np.testing.assert_allclose(out, ref, rtol=2e-2, atol=2e-2)

@@ -318,16 +318,22 @@ def copy_elementwise(v, src, dst, atomic: str | None = None) -> None:
     if guards:
         body = f"if {' and '.join(guards)}:\n        {body}"
     code = f"for {', '.join(ivs)} in _tl_T.Parallel({', '.join(map(str, extents))}):\n    {body}\n"
-    loop = ast.parse(code).body[0]
+    visit_generated(v, code, names)
+
+
+def visit_generated(v, code: str, names: dict) -> None:
+    """Builds `code` (kernel Python written by the compiler) where the current builtin is called:
+    `names` are bound for it, and its errors point at the builtin's call."""
     loc, frame = v.b.loc, v.frame
-    for node in ast.walk(loop):  # errors inside point at the T.copy
+    tree = ast.parse(code).body
+    for node in [n for stmt in tree for n in ast.walk(stmt)]:
         if hasattr(node, "lineno"):
             node.lineno = loc.line - frame.first_line + 1
             node.col_offset = max(0, loc.col - frame.indent - 1)
     saved = {k: frame.names[k] for k in names if k in frame.names}
     frame.names.update(names)
     try:
-        v.visit(loop)
+        v.visit_body(tree)
     finally:
         for k in names:
             frame.names.pop(k, None)
