@@ -190,6 +190,9 @@ def run_file(workdir: str, rel: str, *, timeout: float, test_timeout: int, cuda_
     if os.path.exists(results):
         with open(results, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
+    for row in rows:  # named from the examples folder, whatever pytest took as its root
+        if "::" in row["test"]:
+            row["test"] = f"{rel}::{row['test'].split('::', 1)[1]}"
     # Every test function gets a row: one the run never reached shares the file's fate.
     seen = {row["test"].split("::")[-1].split("[")[0] for row in rows}
     file_error = next((row for row in rows if "::" not in row["test"]), None)
