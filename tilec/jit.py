@@ -396,12 +396,10 @@ class JITFunction:
         """The kernel source (PTX on the GPU targets) of the kernel these arguments build; see `get_kernel`."""
         return self.get_kernel(*args, **kwargs).get_kernel_source()
 
-    def get_tir(self, *args, **kwargs):
-        """TileLang's TVM TIR of the kernel: tilec has none (`get_kernel(...).get_ir("tile")` prints its IR)."""
-        from tilec.refused import refuse
-
-        raise refuse(f"{self.fn.__name__}.get_tir", "tilec builds no TVM TIR; get_kernel(...).get_ir('tile') "
-                     "prints tilec's tile IR")
+    def get_tir(self, *args, **kwargs) -> KernelProgram:
+        """The kernel's program before any target (TileLang's TIR; tilec's is tile IR): what
+        `tilec.tools.Analyzer.analysis` reads; `str()` of its `.module` prints it."""
+        return self.build_program(*args, **kwargs)
 
 
 def jit(func=None, *, out_idx=None, target="auto", execution_backend="auto", verbose=False, pass_configs=None,

@@ -103,6 +103,9 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
     sizes: dict[str, int] = {}
     for i, t in given.items():
         p = params[i]
+        if p.shape is None:
+            given[i] = scalar_argument(kernel, i, t, sizes)
+            continue
         if not (_is_torch(t) or isinstance(t, np.ndarray)):
             raise TilecError(f"{name}: argument {i} (`{p.name}`) must be a tensor, got {type(t).__name__}",
                              loc=kernel.program.loc, hint=_TENSOR_HINT.format(dtype=p.dtype.name))
@@ -127,6 +130,27 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
     return given, missing, sizes
 
 
+SCALAR_SIZE_PREFIX = "%"
+"""An integer scalar parameter's value is in the sizes (for the grid) as `%name`, apart from T.dynamic names."""
+
+
+def scalar_argument(kernel, i: int, value, sizes: dict):
+    """The value of scalar parameter `i` (a Python or numpy number of its kind), recorded in `sizes` if an integer."""
+    p = kernel.params[i]
+    name = kernel.program.name
+    if isinstance(value, np.generic):
+        value = value.item()
+    integral = p.dtype.name.startswith(("int", "uint")) or p.dtype.name == "bool"
+    ok = isinstance(value, bool | int) if integral else isinstance(value, bool | int | float)
+    if not ok:
+        raise TilecError(f"{name}: argument {i} (`{p.name}`) is a {p.dtype.name} scalar, got {type(value).__name__}",
+                         loc=kernel.program.loc, hint=f"pass a Python {'int' if integral else 'float'}")
+    if integral:
+        value = int(value)
+        sizes[SCALAR_SIZE_PREFIX + p.name] = value
+    return value
+
+
 def output_shape(param, sizes: dict, loc) -> tuple[int, ...]:
     shape = []
     for d in param.shape:
@@ -147,12 +171,12 @@ def launch(kernel, args: list):
     like = next((t for t in given.values() if _is_torch(t)), None)
     arrays = [None] * len(params)
     for i, t in given.items():
-        arrays[i] = _to_numpy(t, params[i].dtype)
+        arrays[i] = t if params[i].shape is None else _to_numpy(t, params[i].dtype)
     for i in missing:
         arrays[i] = np.zeros(output_shape(params[i], sizes, kernel.program.loc), params[i].dtype.numpy)
     kernel._backend.run(arrays, sizes)
     for i, t in given.items():  # torch tensors written by the kernel get the new values
-        if _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
+        if params[i].shape is not None and _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
             t.copy_(_from_numpy(arrays[i], t))
     outs = [arrays[i] if like is None else _from_numpy(arrays[i], like) for i in kernel.out_idx]
     return None if not outs else outs[0] if len(outs) == 1 else outs

@@ -3,6 +3,8 @@
     python tools/run_tilelang_examples.py                       # all 35 test files in scope
     python tools/run_tilelang_examples.py gemm flash_attention  # only these folders
     python tools/run_tilelang_examples.py --examples .gpu/tilelang-examples --timeout 900 --json out.json
+    python tools/run_tilelang_examples.py --jobs 8 --timeout 300 --deadline 420 --json out.json  # on the GPU
+    python tools/run_tilelang_examples.py --also-compile sm_90a      # CPU: each kernel also built for sm_90a
 
 The examples (test data: TileLang's own `*/test_*.py`, each calling an example's `main()`, which
 checks itself against torch) are copied to a scratch folder and never into the project. Each
@@ -11,6 +13,14 @@ fail, skip (TileLang's own markers), or timeout, with its time and the first lin
 
 Where no GPU is visible (or with --cuda-on-cpu), `tilec.testing.cuda_on_cpu` maps torch's CUDA
 calls to the CPU and the kernels run on tilec's interpreter; on a GPU machine they run on it.
+With --also-compile ARCH (CPU only), every kernel is also built for ARCH (PTX assembled by
+ptxas, not launched): a test whose kernels are too slow on the interpreter still says, by a
+timeout rather than an error, that it got past compilation. --compile-only ARCH builds every
+kernel for ARCH and runs none (a diagnostic: the examples' checks then fail on wrong values, so
+a failure other than a value mismatch is what to look at).
+
+--jobs N runs N files at once; --deadline S stops launching files S seconds after the start,
+ends the files still running then, and reports the tests it never reached as "not run".
 The examples folder defaults to ../shared/tilelang-examples, or .gpu/tilelang-examples where
 that exists (the copy on a GPU machine).
 
@@ -150,13 +160,17 @@ def pytest_collectreport(report):
 # --------------------------------------------------------------------------------------------
 
 
-def run_file(workdir: str, rel: str, *, timeout: int, test_timeout: int, cuda_on_cpu: bool, keyword: str | None,
-             log_dir: str) -> list[dict]:
+def run_file(workdir: str, rel: str, *, timeout: float, test_timeout: int, cuda_on_cpu: bool, keyword: str | None,
+             log_dir: str, also_compile: str | None = None, compile_only: bool = False) -> list[dict]:
     results = os.path.join(log_dir, rel.replace(os.sep, "__") + ".jsonl")
     log = os.path.join(log_dir, rel.replace(os.sep, "__") + ".log")
     if os.path.exists(results):
         os.remove(results)
     env = dict(os.environ, **{RESULTS_ENV: results, TEST_TIMEOUT_ENV: str(test_timeout)})
+    if also_compile:
+        env["TILEC_ALSO_COMPILE"] = also_compile
+    if compile_only:
+        env["TILEC_COMPILE_ONLY"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "tools"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     cmd = [sys.executable, "-m", "tilec.compat", *(["--cuda-on-cpu"] if cuda_on_cpu else []), "-m", "pytest",
            "-q", "-p", "run_tilelang_examples", "-p", "no:cacheprovider", "-p", "no:randomly", os.path.basename(rel)]
@@ -176,6 +190,9 @@ def run_file(workdir: str, rel: str, *, timeout: int, test_timeout: int, cuda_on
     if os.path.exists(results):
         with open(results, encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
+    for row in rows:  # named from the examples folder, whatever pytest took as its root
+        if "::" in row["test"]:
+            row["test"] = f"{rel}::{row['test'].split('::', 1)[1]}"
     # Every test function gets a row: one the run never reached shares the file's fate.
     seen = {row["test"].split("::")[-1].split("[")[0] for row in rows}
     file_error = next((row for row in rows if "::" not in row["test"]), None)
@@ -185,7 +202,7 @@ def run_file(workdir: str, rel: str, *, timeout: int, test_timeout: int, cuda_on
         if name in seen or (keyword and keyword not in name):
             continue
         if code == "timeout":
-            row = {"outcome": "timeout", "error": f"the file exceeded its time limit of {timeout} s"}
+            row = {"outcome": "timeout", "error": f"the file exceeded its time limit of {round(timeout)} s"}
         elif file_error is not None:
             row = {"outcome": "error", "error": file_error["error"]}
         else:
@@ -215,24 +232,43 @@ def summarize(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def not_run_rows(workdir: str, rel: str, keyword: str | None, why: str) -> list[dict]:
+    return [{"test": f"{rel}::{name}", "outcome": "not run", "seconds": 0.0, "error": why}
+            for name in test_functions(os.path.join(workdir, rel)) if not keyword or keyword in name]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folders", nargs="*", help="only these example folders (default: all in scope)")
     parser.add_argument("--examples", default=default_examples(), help="TileLang's examples folder")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per test file (default 1200)")
     parser.add_argument("--test-timeout", type=int, default=600, help="seconds per test function (default 600)")
+    parser.add_argument("--deadline", type=float, default=None,
+                        help="seconds after the start past which no file is launched and running files are ended "
+                             "(their unreached tests: timeout; files never launched: not run)")
     parser.add_argument("--cuda-on-cpu", action="store_true", default=None,
                         help="map torch's CUDA calls to the CPU and run kernels on the interpreter "
                              "(the default where no GPU is visible)")
+    parser.add_argument("--also-compile", metavar="ARCH",
+                        help="with the kernels on the interpreter: also build each for ARCH (e.g. sm_90a), not launched")
+    parser.add_argument("--compile-only", metavar="ARCH",
+                        help="build each kernel for ARCH and run none (a diagnostic of the GPU build; values are wrong)")
     parser.add_argument("-k", dest="keyword", help="pytest -k expression inside each file")
     parser.add_argument("--jobs", type=int, default=1, help="test files run at once (default 1)")
     parser.add_argument("--json", help="write the rows as JSON here")
     parser.add_argument("--keep", help="copy the examples to this folder (kept) instead of a temporary one")
     args = parser.parse_args(argv)
+    start = time.time()
     if not os.path.isdir(args.examples):
         print(f"no examples folder at {args.examples}", file=sys.stderr)
         return 2
     cuda_on_cpu = not gpu_visible() if args.cuda_on_cpu is None else args.cuda_on_cpu
+    if args.compile_only:
+        args.also_compile = args.compile_only
+    if args.also_compile and not cuda_on_cpu:
+        print("--also-compile is for runs on the interpreter (--cuda-on-cpu): on a GPU the kernels are built "
+              "for it anyway", file=sys.stderr)
+        return 2
     files = test_files(args.examples, args.folders)
     workdir = args.keep or tempfile.mkdtemp(prefix="tilelang-examples-")
     if os.path.isdir(workdir):
@@ -240,12 +276,26 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copytree(args.examples, workdir)
     log_dir = os.path.join(workdir, "_tilec_logs")
     os.makedirs(log_dir, exist_ok=True)
-    print(f"{len(files)} test files from {args.examples} in {workdir} "
-          f"({'kernels on the interpreter, CUDA mapped to the CPU' if cuda_on_cpu else 'on the GPU'})", flush=True)
+    where = "on the GPU" if not cuda_on_cpu else "kernels on the interpreter, CUDA mapped to the CPU" + \
+        (f", each also built for {args.also_compile}" if args.also_compile else "") + \
+        (" and none run (compile only)" if args.compile_only else "")
+    print(f"{len(files)} test files from {args.examples} in {workdir} ({where}), {args.jobs} at a time"
+          + (f", deadline {args.deadline:.0f} s" if args.deadline else ""), flush=True)
 
     def one(rel: str) -> list[dict]:
-        rows = run_file(workdir, rel, timeout=args.timeout, test_timeout=args.test_timeout, cuda_on_cpu=cuda_on_cpu,
-                        keyword=args.keyword, log_dir=log_dir)
+        timeout: float = args.timeout
+        if args.deadline is not None:
+            left = args.deadline - (time.time() - start)
+            if left <= 1:
+                rows = not_run_rows(workdir, rel, args.keyword, f"not launched: the deadline of {args.deadline:.0f} s "
+                                                                "had passed")
+                for row in rows:
+                    print(f"  {row['outcome']:8} {row['seconds']:7.1f}s {row['test']}", flush=True)
+                return rows
+            timeout = min(timeout, left)
+        rows = run_file(workdir, rel, timeout=timeout, test_timeout=args.test_timeout, cuda_on_cpu=cuda_on_cpu,
+                        keyword=args.keyword, log_dir=log_dir, also_compile=args.also_compile,
+                        compile_only=bool(args.compile_only))
         for row in rows:
             print(f"  {row['outcome']:8} {row['seconds']:7.1f}s {row['test']}  {row['error'][:150]}", flush=True)
         return rows
@@ -262,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.extend(one(rel))
     print()
     print(summarize(rows))
+    print(f"wall time {time.time() - start:.0f} s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -279,22 +279,23 @@ def try_statement():
     build_prim_func(main)
 
 
-@case("unsupported Python construct `Lambda` in a kernel", hint="@T.macro")
-def lambda_expression():
+@case("a lambda called with run-time values takes its arguments by position", hint="`def`")
+def lambda_with_keywords():
     @T.prim_func
     def main(A: T.Tensor((64,), T.float32)):
         with T.Kernel(1, threads=64) as bx:
-            f = lambda x: x + 1  # ERR
+            f = lambda x: x + 1
+            A[0] = f(x=A[1])  # ERR
 
     build_prim_func(main)
 
 
-@case("unsupported Python construct `ListComp` in a kernel")
-def list_comprehension():
+@case("a comprehension is computed at compile time, but `A` is a run-time value", hint="T.serial")
+def list_comprehension_of_runtime_values():
     @T.prim_func
     def main(A: T.Tensor((64,), T.float32)):
         with T.Kernel(1, threads=64) as bx:
-            sizes = [k * 2 for k in range(4)]  # ERR
+            sizes = [A[k] * 2 for k in range(4)]  # ERR
 
     build_prim_func(main)
 

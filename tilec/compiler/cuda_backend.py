@@ -72,6 +72,8 @@ class CudaBackend(CudaBuild):
         name, params, device = self.program.name, self.program.params, None
         for i, t in given.items():
             p = params[i]
+            if p.shape is None:
+                continue  # a scalar, passed by value
             if not _is_torch(t) or t.device.type != "cuda":
                 where = t.device if _is_torch(t) else type(t).__name__
                 raise TilecError(f"{name}: argument {i} (`{p.name}`) must be on cuda, got {where}",

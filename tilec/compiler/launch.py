@@ -13,6 +13,7 @@ is one more registered class here, plus the lowering that puts it into `args`.
 
     ("tensor", 2)     the device pointer of the kernel's parameter 2
     ("size", "N")     the dynamic size N, as int64
+    ("scalar", 3)     the kernel's scalar parameter 3, by value in its own type
     ("tensormap", {"tensor": 0, "dtype": "f16", "box": [128, 64], "swizzle": 128})
                       a TMA tensor map over parameter 0, by value
 """
@@ -240,6 +241,35 @@ class SizeArg(ArgKind):
     @staticmethod
     def manifest(value) -> dict:
         return {"size": value}
+
+
+@arg_kind("scalar")
+class ScalarArg(ArgKind):
+    """A scalar parameter of the kernel (`max_seqlen: T.int32`), passed by value in its own type; the
+    value is the parameter's index."""
+
+    @staticmethod
+    def valid(value, n_params: int) -> bool:
+        return is_int(value) and value < n_params
+
+    @staticmethod
+    def gpu_value(value, tensors: dict, sizes: dict, backend):
+        import numpy as np
+
+        return np.dtype(backend.program.params[value].dtype.numpy).type(tensors[value])
+
+    @staticmethod
+    def host_value(value, arrays: list, sizes: dict):
+        return arrays[value]
+
+    @staticmethod
+    def describe(value, params: list) -> str:
+        p = params[value]
+        return f"{p.name}: {p.dtype.name} (scalar, by value)"
+
+    @staticmethod
+    def manifest(value) -> dict:
+        return {"scalar": value}
 
 
 @arg_kind("tensormap")

@@ -46,9 +46,11 @@ def grid_expr(program) -> GridExpr:
     """The grid of `program`'s tile.kernel as a function of its dynamic sizes."""
     from xdsl.dialects import arith
     from xdsl.dialects.builtin import IntegerAttr
+    from xdsl.ir import BlockArgument
 
     from tilec.dialects import tile
     from tilec.language.program import Symbol
+    from tilec.runtime import SCALAR_SIZE_PREFIX
 
     f = program.func
     kernel = next(op for op in f.body.block.ops if isinstance(op, tile.KernelOp))
@@ -65,7 +67,10 @@ def grid_expr(program) -> GridExpr:
             param = program.params[f.body.block.args.index(op.source)]
             sym = param.shape[op.dim.value.data]
             expr.program.append(["size", sym.name if isinstance(sym, Symbol) else str(sym)])
-        elif isinstance(op, arith.IndexCastOp):
+        elif isinstance(value, BlockArgument) and value in f.body.block.args:  # an integer scalar parameter
+            param = program.params[f.body.block.args.index(value)]
+            expr.program.append(["size", SCALAR_SIZE_PREFIX + param.name])
+        elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.ExtUIOp):
             expr.program.append(["copy", number(op.input)])
         elif op is not None and op.name in GridExpr._BINARY:
             expr.program.append([op.name, number(op.operands[0]), number(op.operands[1])])
@@ -80,6 +85,26 @@ def grid_expr(program) -> GridExpr:
 
     expr.outputs = [number(g) for g in kernel.grid]
     return expr
+
+
+def check_scalar_params(program) -> None:
+    """Scalar kernel parameters reach the CUDA lowering only where it passes them by value (the
+    conversion says so with `SCALAR_PARAMS`) and only as integers (the thread-level simulator binds
+    its scalar parameters as int64)."""
+    from tilec.passes import convert_tile_to_thread
+
+    scalars = [p for p in program.params if p.shape is None]
+    if not scalars:
+        return
+    if not getattr(convert_tile_to_thread, "SCALAR_PARAMS", False):
+        raise TilecError(f"scalar parameter `{scalars[0].name}` of {program.name} is not supported by the CUDA "
+                         "lowering yet (it passes only tensors and sizes)", loc=program.loc,
+                         hint="run it on target='interp', or make it an argument of the @tilec.jit factory")
+    for p in scalars:
+        if not p.dtype.name.startswith(("int", "uint")):
+            raise TilecError(f"scalar parameter `{p.name}` of {program.name}: {p.dtype.name} scalars are not "
+                             "supported by the CUDA targets yet (integer scalars are)", loc=program.loc,
+                             hint="pass it in a one-element tensor")
 
 
 def dump(folder: str | None, stage: str, text: str, name: str) -> None:
@@ -122,6 +147,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     from tilec.passes.thread_shared_divisor import ThreadSharedDivisorPass
     from tilec.passes.thread_sigmoid import ThreadSigmoidPass
 
+    check_scalar_params(program)
     grid = grid_expr(program)
     dump_dir = config.DUMP_IR if dump_dir is None else dump_dir
     tile_opt = run_tile_passes(program, target, pass_configs, dump_dir=dump_dir)
@@ -136,7 +162,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     kfunc = next(op for op in module.ops if isinstance(op, func.FuncOp) and "nvvm.kernel" in op.attributes)
     smem = kfunc.attributes["tilec.smem_bytes"].value.data
     pairs = kfunc.attributes["tilec.sizes"].get_values()
-    args: list = [("tensor", i) for i in range(len(program.params))]
+    args: list = [("tensor" if p.shape is not None else "scalar", i) for i, p in enumerate(program.params)]
     for i in range(0, len(pairs), 2):
         sym = program.params[pairs[i]].shape[pairs[i + 1]]
         args.append(("size", sym.name))

@@ -87,6 +87,10 @@ class _ProgramBuilder:
 
     # ------------------------------------------------------------------------
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
+        if dtype is None and raw_dtype == "handle":
+            raise v.b.error(f"tensor `{name}` holds pointers (T.ptr): tilec has no pointer tensors, so kernels "
+                            "cannot build tensors from them (T.make_tensor)",
+                            hint="pass the tensors themselves, or concatenate them into one tensor with offsets")
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
         if dtype.name == "tfloat32":  # a tensor-core input precision: the tensor holds float32
@@ -118,6 +122,17 @@ class _ProgramBuilder:
                 dim.name_hint = d.name
                 self.symbols.setdefault(d.name, Scalar(dim))
         return ref
+
+    def add_scalar(self, v, name: str, dtype: DType) -> Scalar:
+        """A scalar parameter (`max_seqlen: T.int32`): passed by value at each call, a run-time value
+        in the kernel (an integer one may size the grid)."""
+        if not dtype.computable or dtype.name == "tfloat32":
+            raise v.b.error(f"scalar parameter `{name}`: dtype {dtype.name} cannot be computed with by tilec",
+                            hint="use an integer type or float16 / bfloat16 / float32")
+        arg = self.block.insert_arg(dtype.ir, len(self.block.args))
+        arg.name_hint = name if name.isidentifier() else None
+        self.params.append(Param(name, dtype, None, False))
+        return Scalar(arg)
 
     def _size_origin(self, d: int) -> str:
         """Where a bad size came from, when it is a `T.const` bound by the caller."""
@@ -179,8 +194,7 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
                 v.frame.names[name] = program._add_tensor(v, name, ann.shape, ann.dtype, ann.raw_dtype,
                                                           is_output=False)
             elif as_dtype(ann) is not None:
-                raise v.b.error(f"scalar parameter `{name}` of a prim_func is not supported yet",
-                                hint="make it an argument of the @tilec.jit factory instead")
+                v.frame.names[name] = program.add_scalar(v, name, as_dtype(ann))
             else:
                 raise v.b.error(f"parameter `{name}` of {pf.__name__} needs a T.Tensor(shape, dtype) annotation")
 

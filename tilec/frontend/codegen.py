@@ -27,8 +27,9 @@ from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
 from . import calls
+from .custom_layout import physical_indices
 from .semantic import Builder, describe, is_compile_time
-from .values import Access, Scalar, SliceIndex, TileRef, VarRef
+from .values import Access, BarrierRef, Scalar, SliceIndex, TileRef, VarRef
 
 _BINOP = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -44,7 +45,6 @@ _UNSUPPORTED_HINTS = {
     "Lambda": "define a @T.macro function instead",
     "Try": "kernels cannot raise or catch exceptions; use T.device_assert",
     "Raise": "use T.device_assert(cond, msg) inside kernels",
-    "ListComp": "write the values out, or build the list outside the kernel",
     "Global": "pass the value as a parameter instead",
     "Nonlocal": "pass the value as a parameter instead",
     "Delete": "names cannot be deleted inside kernels",
@@ -109,11 +109,16 @@ class KernelVisitor(ast.NodeVisitor):
         self.kernel: tile.KernelOp | None = None
         self.block_indices: list[Scalar] = []
         self.runtime_depth = 0
+        self._shadowed: list[dict] = []  # per open runtime_region: outer bindings its loop variables hide
         self.parallel_loops: list[tile.ParallelOp] = []  # the T.Parallel loops being built, outermost first
         self.parallel_names: list[list[str]] = []  # their loop variables' names
         self.macros: list[str] = []  # the T.macro calls being inlined, outermost first
         self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has at least one)
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
+        self.custom_layouts: dict = {}  # global tensor SSA -> its T.Layout (custom_layout.py)
+        self.ws = None  # the warp-specialized role being built (warp_specialize.WsState)
+        self._guards = 0  # run-time `if`s being built around the current statement
+        self._var_loads: list[dict] = []  # per subscript being read: T.alloc_var -> its value, loaded once
 
     # ------------------------------------------------------------------ #
     # Locations and dispatch
@@ -196,15 +201,31 @@ class KernelVisitor(ast.NodeVisitor):
         or a branch), so names from outside cannot be reassigned in it.
         """
         before = set(self.frame.names)
+        frame = self.frame
+        shadowed: dict = {}
+        self._shadowed.append(shadowed)
         self.runtime_depth += carried
         try:
             with self.b.at_end_of(block):
                 yield
         finally:
             self.runtime_depth -= carried
-            for name in set(self.frame.names) - before:
-                del self.frame.names[name]
-                self.frame.depth.pop(name, None)
+            self._shadowed.pop()
+            for name in set(frame.names) - before:
+                del frame.names[name]
+                frame.depth.pop(name, None)
+            for name, (value, depth) in shadowed.items():  # a loop variable's name means the outer value again
+                frame.names[name] = value
+                frame.depth[name] = depth
+
+    def bind_loop_var(self, name: str, value) -> None:
+        """Binds a loop variable inside its loop's `runtime_region`: it shadows an outer binding of
+        the same name (as TileLang scopes loop variables) until the loop ends."""
+        frame = self.frame
+        if name in frame.names and self._shadowed and name not in self._shadowed[-1]:
+            self._shadowed[-1][name] = (frame.names.pop(name), frame.depth.pop(name, 0))
+        self.bind(name, value)
+        frame.depth[name] = self.runtime_depth
 
     # ------------------------------------------------------------------ #
     # Values
@@ -214,8 +235,14 @@ class KernelVisitor(ast.NodeVisitor):
         if isinstance(value, Access):
             return self.load(value)
         if isinstance(value, VarRef):
+            cache = self._var_loads[-1] if self._var_loads else None
+            if cache is not None and value.tile.ssa in cache:
+                return cache[value.tile.ssa]
             zero = self.b.const(0, IndexType())
-            return Scalar(self.b.emit(tile.LoadOp(value.tile.ssa, [zero])).results[0])
+            loaded = Scalar(self.b.emit(tile.LoadOp(value.tile.ssa, [zero])).results[0])
+            if cache is not None:
+                cache[value.tile.ssa] = loaded
+            return loaded
         return value
 
     def index_ssa(self, value):
@@ -264,8 +291,35 @@ class KernelVisitor(ast.NodeVisitor):
     def load(self, access: Access) -> Scalar:
         self.require_kernel(f"reading an element of {access.tile}")
         self.check_point(access)
-        indices = [self.index_ssa(i) for i in access.indices]
+        self.check_static_bounds(access, [self.rvalue(i) for i in access.indices])
+        indices = [self.index_ssa(i) for i in self.element_indices(access)]
         return Scalar(self.b.emit(tile.LoadOp(access.tile.ssa, indices)).results[0])
+
+    def check_static_bounds(self, access: Access, indices) -> None:
+        """An element of a fragment or local buffer (registers) indexed by T.Parallel variables (plus
+        constants) must lie inside the buffer for every iteration: a located error otherwise, before any
+        target runs it (the interpreter would stop there; a GPU would use another register)."""
+        ref = access.tile
+        if ref.scope not in ("fragment", "local") or not self.parallel_loops or self._guards:
+            return
+        extents = {arg: n for loop in self.parallel_loops for arg, n in zip(loop.body.block.args, loop.shape)}
+        for dim, index in enumerate(indices):
+            a = self.b.affine_of(index)
+            if a is None or not a.terms or not all(ssa in extents for ssa, _ in a.terms):
+                continue
+            lo = a.const + sum(min(0, k * (extents[ssa] - 1)) for ssa, k in a.terms)
+            hi = a.const + sum(max(0, k * (extents[ssa] - 1)) for ssa, k in a.terms)
+            if lo < 0 or hi >= ref.shape[dim]:
+                raise self.b.error(f"index {dim} of {ref} takes values {lo} to {hi} over the T.Parallel loop, but "
+                                   f"dimension {dim} has size {ref.shape[dim]}",
+                                   hint="make the buffer as large as the loop, or loop over the buffer's own extent")
+
+    def element_indices(self, access: Access) -> tuple:
+        """The indices an element access addresses: its own, or through the tensor's custom T.Layout."""
+        layout = self.custom_layouts.get(access.tile.ssa)
+        if layout is None:
+            return access.indices
+        return physical_indices(self, access.tile, layout, access.indices)
 
     def store(self, access: Access, value) -> None:
         self.require_kernel(f"writing an element of {access.tile}")
@@ -273,7 +327,8 @@ class KernelVisitor(ast.NodeVisitor):
         value = self.rvalue(value)
         if isinstance(value, TileRef):
             raise self.b.error(f"cannot store {describe(value)} into one element", hint="use T.copy(src, dst)")
-        indices = [self.index_ssa(i) for i in access.indices]
+        self.check_static_bounds(access, [self.rvalue(i) for i in access.indices])
+        indices = [self.index_ssa(i) for i in self.element_indices(access)]
         ssa = self.b.to_ssa(value, access.tile.type.element_type)
         self.check_fragment_write(access.tile, indices)
         self.b.emit(tile.StoreOp(ssa, access.tile.ssa, indices))
@@ -372,12 +427,16 @@ class KernelVisitor(ast.NodeVisitor):
         then_block, else_block = Block(), Block()
         op = self.b.emit(scf.IfOp(c, [], Region(then_block), Region(else_block) if node.orelse else None))
         then_block.add_op(scf.YieldOp())
-        with self.runtime_region(then_block):
-            self.visit_body(node.body)
-        if node.orelse:
-            else_block.add_op(scf.YieldOp())
-            with self.runtime_region(else_block):
-                self.visit_body(node.orelse)
+        self._guards += 1  # accesses under a run-time condition may be in bounds only where it holds
+        try:
+            with self.runtime_region(then_block):
+                self.visit_body(node.body)
+            if node.orelse:
+                else_block.add_op(scf.YieldOp())
+                with self.runtime_region(else_block):
+                    self.visit_body(node.orelse)
+        finally:
+            self._guards -= 1
         self.b.verify(op)
 
     def visit_For(self, node: ast.For) -> None:
@@ -473,6 +532,10 @@ class KernelVisitor(ast.NodeVisitor):
             return self.b.logical_not(value)
         if isinstance(node.op, ast.Invert) and is_compile_time(value):
             return ~value
+        if isinstance(node.op, ast.Invert) and isinstance(value, Scalar) and value.is_int and not value.is_index:
+            if value.is_bool:
+                return self.b.logical_not(value)
+            return self.b.binop("^", value, (1 << value.type.width.data) - 1)  # every bit flipped
         raise self.b.error(f"unsupported unary operator {type(node.op).__name__}")
 
     def visit_IfExp(self, node: ast.IfExp):
@@ -520,6 +583,66 @@ class KernelVisitor(ast.NodeVisitor):
                 kwargs[k.arg] = self.visit(k.value)
         return calls.call(self, node, func, args, kwargs)
 
+    def visit_Lambda(self, node: ast.Lambda):
+        """A Python function of compile-time values (as TileLang evaluates one: `T.Layout(shape, lambda
+        i, j: [j, i])`); its free names are the kernel's values where the lambda is written."""
+        fn = self._python_eval(node, node.body)
+        fn.__tilec_lambda__ = (node, self.frame)
+        return fn
+
+    def _python_eval(self, node: ast.expr, body: ast.AST, *, runtime_ok: bool = True):
+        """`node` evaluated by Python, its free names (those of `body` it does not bind) being the
+        kernel's values; with `runtime_ok` False, a run-time value among them is a located error."""
+        bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(node, ast.Lambda):
+            a = node.args
+            bound |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+        free = {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and n.id not in bound}
+        scope = {"__builtins__": py_builtins}
+        for name in sorted(free):
+            if name in self.frame.names or self.frame.lookup_outer(name)[0]:
+                value = self.lookup(name)
+                if not runtime_ok and isinstance(value, Scalar | TileRef | Access | VarRef | BarrierRef):
+                    raise self.b.error(f"a comprehension is computed at compile time, but `{name}` is a run-time "
+                                       "value", hint="loop over run-time values with T.serial or T.Parallel")
+                scope[name] = value
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.frame.file, "eval")
+        try:
+            return eval(code, scope)  # noqa: S307 - the kernel's own source, as Python runs it
+        except RuntimeError as e:
+            if "only usable inside" not in str(e):
+                raise
+            raise self.b.error(f"a comprehension is computed by Python at compile time: {e}",
+                               hint="build IR with a `for` loop instead") from None
+
+    def visit_ListComp(self, node: ast.ListComp):
+        """A comprehension of compile-time values (`sum((n + b - 1) // b for n in sizes)`), as Python computes it."""
+        return self._python_eval(node, node, runtime_ok=False)
+
+    visit_GeneratorExp = visit_SetComp = visit_DictComp = visit_ListComp
+
+    def call_lambda(self, fn, args: list, kwargs: dict):
+        """A kernel lambda called with run-time values: its body is traced where it is called (as
+        TileLang traces a Python function of PrimExprs), with its parameters bound to the arguments."""
+        node, frame = fn.__tilec_lambda__
+        names = [a.arg for a in node.args.args]
+        if kwargs or node.args.vararg or node.args.kwonlyargs or len(args) > len(names) or \
+                len(args) < len(names) - len(node.args.defaults):
+            raise self.b.error("a lambda called with run-time values takes its arguments by position",
+                               hint="write the helper with `def` (tilec traces it as a @T.macro)")
+        defaults = [self.visit(d) for d in node.args.defaults]
+        values = list(args) + defaults[len(defaults) - (len(names) - len(args)):]
+        saved, self.frame = self.frame, frame
+        outer = {n: frame.names[n] for n in names if n in frame.names}
+        try:
+            frame.names.update(zip(names, values))
+            return self.visit(node.body)
+        finally:
+            for n in names:
+                frame.names.pop(n, None)
+            frame.names.update(outer)
+            self.frame = saved
+
     def visit_Constant(self, node: ast.Constant):
         return node.value
 
@@ -538,6 +661,15 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error(f"{describe(base)} has no attribute `{node.attr}`") from None
 
     def visit_Subscript(self, node: ast.Subscript):
+        """`base[indices]`; the indices read each T.alloc_var once (nothing stores between them), so that
+        `X[off + i * n:off + (i + 1) * n]` has the extent n."""
+        self._var_loads.append({})
+        try:
+            return self._subscript(node)
+        finally:
+            self._var_loads.pop()
+
+    def _subscript(self, node: ast.Subscript):
         base = self.visit(node.value)
         index_node = node.slice
         elements = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
@@ -545,6 +677,10 @@ class KernelVisitor(ast.NodeVisitor):
             return Access(base, tuple(self.subscript_index(e) for e in elements))
         if isinstance(base, VarRef):
             return Access(base.tile, tuple(self.subscript_index(e) for e in elements))
+        if isinstance(base, BarrierRef):
+            if base.index is not None or len(elements) != 1:
+                raise self.b.error("an array of barriers takes one index: `bars[i]`")
+            return BarrierRef(base.ssa, self.index_ssa(self.visit(index_node)))
         key = self.rvalue(self.visit(index_node))
         if isinstance(key, Scalar):
             raise self.b.error(f"{describe(base)} cannot be indexed by a run-time value",

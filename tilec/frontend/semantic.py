@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     StringAttr,
     i1,
 )
@@ -49,6 +50,14 @@ _ARITH = {  # python operator → (int op, float op)
     "<<": (arith.ShLIOp, None),
     ">>": (arith.ShRSIOp, None),
 }
+_UNSIGNED = {"//": arith.DivUIOp, "%": arith.RemUIOp, ">>": arith.ShRUIOp}
+"""The ops that differ for unsigned integers (the rest compute the same bits)."""
+
+
+def _is_unsigned(typ) -> bool:
+    return isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
+
+
 _CMP = {  # python comparison → (cmpi predicate, cmpf predicate)
     "<": ("slt", "olt"), "<=": ("sle", "ole"), ">": ("sgt", "ogt"), ">=": ("sge", "oge"),
     "==": ("eq", "oeq"), "!=": ("ne", "une"),
@@ -148,7 +157,36 @@ class Builder:
         raise self.error(f"expected a scalar, got {describe(value)}")
 
     def convert(self, value: SSAValue, typ) -> SSAValue:
+        """`value` as IR type `typ`. arith computes on signless integers: an unsigned value is bitcast
+        to the signless type of its width (zero-extended, converted with the unsigned ops), and a value
+        bound for an unsigned type is made in the signless type and bitcast."""
+        src = value.type
+        if src == typ:
+            return value
+        if isinstance(src, IntegerType) and isinstance(typ, IntegerType) and src.width == typ.width:
+            return self.emit(arith.BitcastOp(value, typ)).results[0]  # the same bits, another signedness
+        if _is_unsigned(src):
+            width = src.width.data
+            value = self.emit(arith.BitcastOp(value, IntegerType(width))).results[0]
+            if is_float_type(typ):
+                return self.emit(arith.UIToFPOp(value, typ)).results[0]
+            target = 64 if isinstance(typ, IndexType) else typ.width.data
+            if target > width:
+                value = self.emit(arith.ExtUIOp(value, IntegerType(target))).results[0]
+            return self.convert(value, typ)
+        if _is_unsigned(typ):
+            plain = IntegerType(typ.width.data)
+            value = self.emit(arith.FPToUIOp(value, plain)).results[0] if is_float_type(src) else \
+                self.convert(value, plain)
+            return self.emit(arith.BitcastOp(value, typ)).results[0]
         return arith_utils.convert(value, typ, self.emit, self.const)
+
+    def _signless(self, value, typ) -> SSAValue:
+        """`value` (a Scalar or a number) as the signless integer type of unsigned `typ`'s width."""
+        plain = IntegerType(typ.width.data)
+        if not isinstance(value, Scalar):
+            return self.const(int(value) & ((1 << typ.width.data) - 1), plain)
+        return self.convert(self.to_ssa(value, typ), plain)
 
     def cast(self, value, dtype) -> Scalar:
         d = as_dtype(dtype)
@@ -211,6 +249,10 @@ class Builder:
             raise self.error(f"operator {op} is not defined for {typ}")
         if op == "//" and is_float_type(typ):
             raise self.error("// on floating-point values is not supported", hint="use T.floor(a / b)")
+        if _is_unsigned(typ):  # arith computes on signless integers, with unsigned ops where it matters
+            ir_op = _UNSIGNED.get(op, ir_op)
+            r = self.emit(ir_op(self._signless(a, typ), self._signless(b, typ))).results[0]
+            return Scalar(self.emit(arith.BitcastOp(r, typ)).results[0])
         x, y = self.to_ssa(a, typ), self.to_ssa(b, typ)
         result = self.emit(ir_op(x, y)).results[0]
         self._track_affine(op, a, b, result)
@@ -231,8 +273,11 @@ class Builder:
 
     def compare(self, op: str, a, b) -> Scalar:
         typ = self.common_type(a, b)
-        x, y = self.to_ssa(a, typ), self.to_ssa(b, typ)
         ipred, fpred = _CMP[op]
+        if _is_unsigned(typ):
+            return Scalar(self.emit(arith.CmpiOp(self._signless(a, typ), self._signless(b, typ),
+                                                 ipred.replace("s", "u", 1) if ipred[0] == "s" else ipred)).results[0])
+        x, y = self.to_ssa(a, typ), self.to_ssa(b, typ)
         if is_float_type(typ):
             return Scalar(self.emit(arith.CmpfOp(x, y, fpred)).results[0])
         return Scalar(self.emit(arith.CmpiOp(x, y, ipred)).results[0])

@@ -83,6 +83,25 @@ class VarRef:
 
 
 @dataclass(frozen=True)
+class TensorData:
+    """`A.data` of a global tensor: what `T.Tensor(shape, dtype, A.data)` views with another shape."""
+
+    tensor: TileRef
+
+
+@dataclass(frozen=True)
+class BarrierRef:
+    """An mbarrier of `T.alloc_barrier` (an array of them when allocated with a list), or element `index`."""
+
+    ssa: SSAValue
+    index: SSAValue | None = None
+
+    @property
+    def count(self) -> int:
+        return self.ssa.type.count
+
+
+@dataclass(frozen=True)
 class SliceIndex:
     """`start:stop` inside a subscript; either bound may be missing."""
 

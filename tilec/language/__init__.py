@@ -7,10 +7,10 @@ the frontend (`tilec.frontend`) turns calls to them into tile IR.
 
 from .alloc import alloc_barrier, alloc_fragment, alloc_local, alloc_shared, alloc_var, reshape, view
 from . import dtypes, fp8
-from .copy import clear, copy, fill, tma_copy
+from .copy import clear, copy, fill, im2col, tma_copy
 from .dtypes import (
     bfloat16, bool, double, dtype, float, float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e4m3, float8_e4m3fn,
-    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int4, int8, int16, int32, int64, long, short,
+    float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int4, int8, int16, int32, int64, long, ptr, short,
     tfloat32, uint, uint8, uint16, uint32, uint64,
 )
 from .gemm import GemmWarpPolicy, gemm
@@ -29,25 +29,26 @@ from .structure import (
 )
 from .reduce import cummax, cumsum, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sync import (
-    annotate_layout, atomic_add, atomic_max, atomic_min, device_assert, mbarrier_arrive,
-    mbarrier_wait_parity, print, sync_threads, use_swizzle,
+    Layout, annotate_layout, atomic_add, atomic_max, atomic_min, barrier_arrive, barrier_wait, device_assert,
+    mbarrier_arrive, mbarrier_wait_parity, print, sync_threads, use_swizzle, ws,
 )
 
 __all__ = [
     "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg", "disable_warp_group_reg_alloc",
     "inc_max_nreg", "no_set_max_nreg", "set_max_nreg",
     "abs", "alloc_barrier", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var",
-    "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "bfloat16", "bool", "Buffer",
+    "annotate_layout", "atomic_add", "atomic_max", "atomic_min", "barrier_arrive", "barrier_wait", "bfloat16",
+    "bool", "Buffer",
     "Cast", "cast", "ceil", "ceildiv", "clamp", "clear", "const", "copy", "cos", "cummax", "cumsum",
     "device_assert", "double", "dtype", "dtypes", "dynamic", "empty", "erf", "exp", "exp2", "fill",
     "float", "float16", "float32", "float4_e2m1fn", "float64", "float6_e2m3fn", "float6_e3m2fn",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fp8", "gemm", "GemmWarpPolicy", "get_block_binding", "get_thread_binding", "half",
-    "if_then_else", "infinity", "int", "int16", "int32", "int4", "int64", "int8", "Kernel", "log",
+    "if_then_else", "im2col", "infinity", "int", "Layout", "int16", "int32", "int4", "int64", "int8", "Kernel", "log",
     "log2", "long", "Macro", "macro", "max", "mbarrier_arrive", "mbarrier_wait_parity", "min",
-    "Parallel", "Pipelined", "pow", "prim_func", "PrimFunc", "print", "reduce_absmax",
+    "Parallel", "Pipelined", "pow", "ptr", "prim_func", "PrimFunc", "print", "reduce_absmax",
     "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "reinterpret", "reshape", "rsqrt",
     "Serial", "serial", "short", "sigmoid", "sin", "sqrt", "Symbol", "symbolic", "sync_threads",
     "tanh", "Tensor", "tfloat32", "tma_copy", "uint", "uint16", "uint32", "uint64", "uint8",
-    "unroll", "use_swizzle", "vectorized", "view",
+    "unroll", "use_swizzle", "vectorized", "view", "ws",
 ]

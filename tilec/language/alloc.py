@@ -27,7 +27,8 @@ def alloc_var(dtype, init=None, scope="local.var"):
 
 @builtin
 def alloc_barrier(arrive_count):
-    """An mbarrier in shared memory expecting `arrive_count` arrivals per phase."""
+    """An mbarrier in shared memory expecting `arrive_count` arrivals per phase; with a list of counts, an
+    array of mbarriers (`bars[i]`), one per count."""
 
 
 @builtin

@@ -28,3 +28,9 @@ def clear(buffer):
 @builtin
 def tma_copy(src, dst, barrier=None):
     """A TMA copy on sm_90 (lowered as `T.copy` where TMA is unavailable)."""
+
+
+@builtin
+def im2col(img, col, nhw_step, c_step, kernel, stride=1, dilation=1, pad=0):
+    """Fills `col` [bm, bk] with the im2col patch of NHWC `img` for output pixels nhw_step*bm.. and patch
+    elements c_step*bk.. of a `kernel`×`kernel` convolution (zeros outside the image)."""

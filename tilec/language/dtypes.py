@@ -42,6 +42,9 @@ short = int16
 int = int32  # noqa: A001 - TileLang's name
 long = int64
 uint = uint32
+ptr = "handle"
+"""TileLang's pointer type (`T.Tensor([n], T.ptr)`: a table of device pointers); tilec has no pointer
+tensors, and a kernel parameter of them is a located error."""
 
 _TORCH_DTYPE_TO_STR: dict = {}
 
@@ -62,6 +65,6 @@ _torch_table()
 __all__ = [
     "AnyDType", "bfloat16", "bool", "double", "dtype", "float", "float16", "float32", "float4_e2m1fn", "float64",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "half",
-    "int", "int16", "int32", "int4", "int64", "int8", "long", "short", "tfloat32", "uint", "uint16", "uint32",
+    "int", "int16", "int32", "int4", "int64", "int8", "long", "ptr", "short", "tfloat32", "uint", "uint16", "uint32",
     "uint64", "uint8",
 ]

@@ -83,7 +83,7 @@ class Tensor(metaclass=TensorMeta):
     """A global tensor parameter: `T.Tensor((M, K), T.float16)` or `T.Tensor[[M, K], "float16"]`."""
 
     def __init__(self, shape, dtype="float32"):
-        if isinstance(shape, int | Symbol):
+        if not isinstance(shape, list | tuple):  # one size: an int, a T.const / T.dynamic, `(batch)`
             shape = (shape,)
         self.shape = tuple(shape)
         self.dtype: DType | None = as_dtype(dtype)

@@ -11,27 +11,44 @@ def sync_threads():
 
 
 @builtin
-def mbarrier_arrive(barrier):
-    """Arrives on an mbarrier."""
+def mbarrier_arrive(mbarrier):
+    """Arrives on an mbarrier (`bars[i]` for one of an array)."""
 
 
 @builtin
-def mbarrier_wait_parity(barrier, parity):
+def mbarrier_wait_parity(mbarrier, parity):
     """Waits for the mbarrier phase with `parity` to complete."""
 
 
 @builtin
-def atomic_add(dst, value, memory_order=None, return_prev=False):
-    """Atomically adds `value` to `dst` (an element or a tile)."""
+def barrier_arrive(barrier_id):
+    """Arrives on an mbarrier of `T.alloc_barrier` (TileLang's spelling of `T.mbarrier_arrive`)."""
 
 
 @builtin
-def atomic_max(dst, value, memory_order=None, return_prev=False):
+def barrier_wait(barrier_id, parity=None):
+    """Waits for the mbarrier's phase with `parity` (TileLang's spelling of `T.mbarrier_wait_parity`)."""
+
+
+@builtin
+def ws(*warp_group_ids):
+    """`with T.ws(k):` — a block run by warpgroup k of a warp-specialized kernel (see
+    tilec/frontend/warp_specialize.py for what tilec supports)."""
+
+
+@builtin
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+    """Atomically adds `value` to `dst` (an element or a tile). `memory_order`: None or "relaxed" (tilec's
+    atomics are relaxed); `use_tma` (TileLang's TMA reduction) is reported as not applied."""
+
+
+@builtin
+def atomic_max(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """Atomically takes the max of `value` and `dst`."""
 
 
 @builtin
-def atomic_min(dst, value, memory_order=None, return_prev=False):
+def atomic_min(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """Atomically takes the min of `value` and `dst`."""
 
 
@@ -43,6 +60,13 @@ def use_swizzle(panel_size, order="row", enable=True):
 @builtin
 def annotate_layout(layout_map):
     """Fixes buffers' layouts: `T.annotate_layout({A_s: make_swizzled_layout(A_s)})`."""
+
+
+@builtin
+def Layout(shape, forward_fn):  # noqa: N802 - TileLang's name
+    """A custom layout of a global tensor for `T.annotate_layout`: element `idx` of a tensor of `shape`
+    lives at the row-major position of `forward_fn(*idx)` (a list of integer expressions of the indices,
+    with + - * and // % by constants) in a buffer of as many elements."""
 
 
 @builtin

@@ -10,7 +10,13 @@ without a GPU. `install()`:
   (`is_available`, `get_device_capability`, `get_device_properties`, `synchronize`, events timed
   with `time.perf_counter`, streams that run in order, seeds and RNG states that are the CPU
   generator's), and `torch.Generator(device="cuda")` a CPU generator;
-- sets tilec's default target to the interpreter, so `target="auto"` kernels run there.
+- sets tilec's default target to the interpreter, so `target="auto"` kernels run there;
+- with `also_compile="sm_90a"` (or `TILEC_ALSO_COMPILE=sm_90a` in the environment), builds every
+  kernel that runs on the interpreter for that GPU target too (lowering, PTX, ptxas; nothing is
+  launched), so a run on the CPU also says whether each kernel compiles for the GPU: a kernel
+  that does not fails where it is built, with the GPU build's error. With `compile_only=True`
+  (`TILEC_COMPILE_ONLY=1`) the kernels are then not run at all (their outputs stay as allocated):
+  a diagnostic that gets every kernel of a program built quickly, whose results are wrong.
 
 What it cannot make true: the speed of a GPU, and code that checks `tensor.is_cuda`.
 `active()` says whether it is installed (tilec's profiler then times with one call).
@@ -147,11 +153,13 @@ def _seed(seed) -> None:
 def _generator_class():
     import torch
 
-    class Generator(torch.Generator):
+    real = torch.Generator  # the class itself: `torch.Generator` is this subclass once installed
+
+    class Generator(real):
         """`torch.Generator(device="cuda")` is a CPU generator (tensors made with it are on the CPU)."""
 
         def __new__(cls, device="cpu"):
-            return torch.Generator.__new__(cls, device=_cpu(device))
+            return real.__new__(cls, device=_cpu(device))
 
         def __init__(self, device="cpu"):
             pass
@@ -207,13 +215,60 @@ def _cuda_functions(cap: tuple[int, int], sms: int) -> dict:
     }
 
 
-def install(capability: tuple[int, int] = DEFAULT_CAPABILITY, sms: int = DEFAULT_SMS) -> None:
-    """Maps torch's CUDA calls to the CPU and tilec's default target to the interpreter (idempotent)."""
+ALSO_COMPILE_ENV = "TILEC_ALSO_COMPILE"
+COMPILE_ONLY_ENV = "TILEC_COMPILE_ONLY"
+
+
+class _NotRun:
+    """An interpreter backend whose kernel is built for the GPU and never run (compile-only runs)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def run(self, arrays: list, sizes: dict) -> None:
+        pass
+
+
+def _compiling_also(build, arch: str, compile_only: bool):
+    """`tilec.compiler.build` that, for the interpreter, first builds the kernel for `arch` (not launched)."""
+    from tilec.target import resolve_target
+
+    gpu = resolve_target(arch)
+
+    def build_also(program, target, pass_configs, **kwargs):
+        if target.kind != "interp":
+            return build(program, target, pass_configs, **kwargs)
+        from tilec.compiler.cuda_build import CudaBuild
+
+        CudaBuild(program, gpu, pass_configs)
+        backend = build(program, target, pass_configs, **kwargs)
+        return _NotRun(backend) if compile_only else backend
+
+    build_also.__wrapped__ = build
+    return build_also
+
+
+def install(capability: tuple[int, int] = DEFAULT_CAPABILITY, sms: int = DEFAULT_SMS, *,
+            also_compile: str | None = None, compile_only: bool | None = None) -> None:
+    """Maps torch's CUDA calls to the CPU and tilec's default target to the interpreter (idempotent).
+    `also_compile`: a GPU target every interpreted kernel is also built for (default: $TILEC_ALSO_COMPILE);
+    `compile_only`: then do not run the kernels (default: $TILEC_COMPILE_ONLY)."""
     if _STATE:
         return
+    import os
+
+    also_compile = also_compile or os.environ.get(ALSO_COMPILE_ENV) or None
+    if compile_only is None:
+        compile_only = os.environ.get(COMPILE_ONLY_ENV, "") not in ("", "0")
+    if compile_only and not also_compile:
+        raise ValueError("cuda_on_cpu: compile_only needs a GPU target to build for (also_compile=, "
+                         f"${ALSO_COMPILE_ENV})")
     import torch
 
-    from tilec import config
+    from tilec import compiler, config
 
     cap = (int(capability[0]), int(capability[1]))
     saved = {name: getattr(torch.cuda, name, None) for name in _cuda_functions(cap, sms)}
@@ -223,8 +278,11 @@ def install(capability: tuple[int, int] = DEFAULT_CAPABILITY, sms: int = DEFAULT
     torch.Generator = _generator_class()
     mode = _make_mode()
     mode.__enter__()
-    _STATE.update(capability=cap, saved=saved, mode=mode, target=config.DEFAULT_TARGET, generator=saved_generator)
+    _STATE.update(capability=cap, saved=saved, mode=mode, target=config.DEFAULT_TARGET, generator=saved_generator,
+                  build=compiler.build)
     config.DEFAULT_TARGET = "interp"
+    if also_compile:
+        compiler.build = _compiling_also(compiler.build, also_compile, compile_only)
 
 
 def uninstall() -> None:
@@ -233,9 +291,10 @@ def uninstall() -> None:
         return
     import torch
 
-    from tilec import config
+    from tilec import compiler, config
 
     _STATE["mode"].__exit__(None, None, None)
+    compiler.build = _STATE["build"]
     for name, fn in _STATE["saved"].items():
         if fn is None:
             delattr(torch.cuda, name)

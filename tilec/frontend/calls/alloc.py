@@ -5,7 +5,7 @@ from __future__ import annotations
 from tilec.dialects import tile
 from tilec.dtypes import as_dtype
 
-from ..values import Scalar, TileRef, VarRef
+from ..values import BarrierRef, Scalar, TileRef, VarRef
 from .operands import describe_, dtype_of, require_kernel, shape_of, static_int
 from .registry import handles, handles_each
 
@@ -40,7 +40,13 @@ def alloc_var(v, dtype, init, scope):
 @handles("alloc_barrier")
 def alloc_barrier(v, arrive_count):
     require_kernel(v, "T.alloc_barrier", whole_tiles=True)
-    return Scalar(v.b.emit(tile.AllocBarrierOp(static_int(v, arrive_count, "arrive_count"))).results[0])
+    if isinstance(arrive_count, list | tuple):  # an array of barriers, one count each
+        counts = [static_int(v, c, "arrive_count") for c in arrive_count]
+        if not counts or len(set(counts)) != 1:
+            raise v.b.error(f"T.alloc_barrier({counts}): tilec's barrier arrays expect one arrival count for all "
+                            "their barriers", hint="allocate barriers of different counts separately")
+        return BarrierRef(v.b.emit(tile.AllocBarrierOp(counts[0], len(counts))).results[0])
+    return BarrierRef(v.b.emit(tile.AllocBarrierOp(static_int(v, arrive_count, "arrive_count"))).results[0])
 
 
 @handles("reshape", "view")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
 
+from ..custom_layout import copy_elementwise, laid_out
 from ..values import Access, TileRef
 from .operands import explicit_shape, region, require_kernel
 from .registry import handles_each
@@ -11,19 +13,28 @@ from .registry import handles_each
 
 @handles_each({"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"})
 def atomic(_, kind: str):
-    def handler(v, dst, value, memory_order, return_prev):
+    def handler(v, dst, value, memory_order, return_prev, use_tma):
         require_kernel(v, f"T.atomic_{kind}")
         if return_prev:
             raise v.b.error(f"T.atomic_{kind}(return_prev=True) is not supported yet")
+        if memory_order not in (None, "relaxed"):
+            raise v.b.error(f"T.atomic_{kind}(memory_order={memory_order!r}) is not supported: tilec's atomics "
+                            "are relaxed", hint="use memory_order='relaxed' (or none) and order with T.sync_threads")
+        if use_tma:
+            report(f"T.atomic_{kind}(use_tma=True) is not applied: tilec adds with atomic instructions (the "
+                   "same result)", v.b.loc)
         value = v.rvalue(value) if not isinstance(value, Access) or value.is_point else value
         if isinstance(dst, Access) and dst.is_point and not isinstance(value, TileRef | Access):
             v.check_point(dst)
-            indices = [v.index_ssa(i) for i in dst.indices]
+            indices = [v.index_ssa(i) for i in v.element_indices(dst)]
             ssa = v.b.to_ssa(value, dst.tile.type.element_type)
             v.check_fragment_write(dst.tile, indices)
             v.b.emit(tile.AtomicOp(dst.tile.ssa, indices, ssa, kind))
             return
         require_kernel(v, f"a tile-wide T.atomic_{kind}", whole_tiles=True)
+        if laid_out(v, dst) is not None or laid_out(v, value) is not None:
+            copy_elementwise(v, value, dst, atomic=kind)
+            return
         src = region(v, value, explicit_shape(v, dst), f"T.atomic_{kind} value")
         d = region(v, dst, src.type.shape, f"T.atomic_{kind} destination")
         v.b.emit(tile.AtomicOp(d, [], src, kind))

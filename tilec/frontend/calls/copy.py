@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from tilec.dialects import tile
 
-from ..values import Access, TileRef
-from .operands import describe_, explicit_shape, region, require_kernel
+from ..custom_layout import copy_elementwise, laid_out
+from ..values import Access, BarrierRef, TileRef
+from ..warp_specialize import nbytes, tma_arrival
+from .operands import describe_, explicit_shape, region, require_kernel, stage_view
 from .registry import handles
 
 
 @handles("copy")
 def copy(v, src, dst, **_):
     require_kernel(v, "T.copy", whole_tiles=True)
+    if laid_out(v, src) is not None or laid_out(v, dst) is not None:
+        copy_elementwise(v, src, dst)
+        return
     src_shape, dst_shape = explicit_shape(v, src), explicit_shape(v, dst)
     if src_shape is None and dst_shape is None:
         raise v.b.error("T.copy between two single elements: neither side gives the region's shape",
@@ -26,13 +31,34 @@ def copy(v, src, dst, **_):
 
 @handles("tma_copy")
 def tma_copy(v, src, dst, barrier):
-    copy(v, src, dst)
+    if barrier is None or v.ws is None:
+        copy(v, src, dst)  # lockstep code: a copy (tile-select-copy picks TMA where it can)
+        return
+    require_kernel(v, "T.tma_copy", whole_tiles=True)
+    if v.ws.role != "producer":
+        raise v.b.error("T.tma_copy(..., barrier=b) is issued by the T.ws producer warpgroup, not the consumer")
+    if not isinstance(barrier, BarrierRef):
+        raise v.b.error(f"T.tma_copy: barrier= takes a barrier of T.alloc_barrier, got {describe_(barrier)}")
+    if barrier.index is None and barrier.count != 1:
+        raise v.b.error(f"T.tma_copy: an array of {barrier.count} barriers needs an index (`bars[i]`)")
+    target = stage_view(v, dst)
+    if target is None:
+        target = region(v, dst, explicit_shape(v, src), "T.tma_copy destination")
+    s = region(v, src, tuple(target.type.shape), "T.tma_copy source")
+    if s.type.scope != "global" or target.type.scope != "shared":
+        raise v.b.error("T.tma_copy copies a global region into a shared tile")
+    if tuple(s.type.shape) != tuple(target.type.shape):
+        raise v.b.error(f"T.tma_copy shapes differ: src {tuple(s.type.shape)} vs dst {tuple(target.type.shape)}")
+    v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes(target.type), barrier.index))
+    v.b.emit(tile.TmaLoadOp(s, target, barrier.ssa, barrier.index))
+    tma_arrival(v, barrier.ssa, barrier.index)
 
 
 @handles("fill")
 def fill(v, buffer, value):
     require_kernel(v, "T.fill", whole_tiles=True)
-    dst = region(v, buffer, None, "T.fill destination")
+    one = (1,) if isinstance(buffer, Access) and buffer.is_point else None  # T.fill(buf[i], x): that element
+    dst = region(v, buffer, one, "T.fill destination")
     value = v.rvalue(value)
     if isinstance(value, TileRef | Access):
         raise v.b.error(f"T.fill needs a scalar value, got {describe_(value)}")

@@ -12,8 +12,8 @@ from .registry import handles
 @handles("gemm")
 def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait):
     require_kernel(v, "T.gemm", whole_tiles=True)
-    a = tile_operand(v, A, "T.gemm operand A", ("shared", "fragment"))
-    b = tile_operand(v, B, "T.gemm operand B", ("shared", "fragment"))
+    a = tile_operand(v, A, "T.gemm operand A", ("shared", "fragment"), stages=True)
+    b = tile_operand(v, B, "T.gemm operand B", ("shared", "fragment"), stages=True)
     c = tile_operand(v, C, "T.gemm accumulator C", ("fragment",))
     for what, x in (("A", a), ("B", b), ("C", c)):
         if len(x.type.shape) != 2:

@@ -19,7 +19,7 @@ def register_count(name: str, _arity: int):
     def handler(v, reg_count, is_inc=None):
         require_kernel(v, f"T.{name}")
         count = static_int(v, reg_count, "reg_count")
-        report(f"T.{name}({count}) is not applied: tilec builds no warp-specialized kernels yet, so it emits no "
-               "setmaxnreg (the kernel computes the same, with the registers ptxas assigns)", v.b.loc)
+        report(f"T.{name}({count}) is not applied: tilec emits setmaxnreg only in the warp-specialized kernels it "
+               "builds itself (the kernel computes the same, with the registers ptxas assigns)", v.b.loc)
 
     return handler

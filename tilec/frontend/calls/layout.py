@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from tilec.dialects import tile
 
+from tilec.language.program import Symbol
+
+from ..custom_layout import CustomLayout, make_layout
 from ..values import SwizzleLayout, TileRef
 from .operands import describe_, require_kernel, static_int
 from .registry import handles
@@ -22,9 +25,32 @@ def annotate_layout(v, layout_map):
     if not isinstance(layout_map, dict):
         raise v.b.error("T.annotate_layout takes a dict {buffer: layout}")
     for buf, layout in layout_map.items():
+        if isinstance(layout, CustomLayout):
+            _annotate_custom(v, buf, layout)
+            continue
         if not isinstance(buf, TileRef) or not isinstance(layout, SwizzleLayout):
             raise v.b.error("T.annotate_layout: each entry must be buffer: make_swizzled_layout(buffer)")
         v.b.emit(tile.AnnotateLayoutOp(buf.ssa, tile.SwizzleLayoutAttr(layout.nbytes)))
+
+
+def _annotate_custom(v, buf, layout: CustomLayout) -> None:
+    if not isinstance(buf, TileRef) or buf.scope != "global":
+        raise v.b.error(f"T.annotate_layout: a custom T.Layout is supported for global tensors, not {describe_(buf)}",
+                        hint="shared buffers take tilec.layout.make_swizzled_layout(buffer)")
+    shape = tuple(Symbol("?") if d == tile.DYNAMIC else d for d in buf.shape)
+    if len(shape) != len(layout.shape) or any(isinstance(a, int) and a != b for a, b in zip(layout.shape, shape)):
+        raise v.b.error(f"T.annotate_layout: {layout!r} is for shape {list(layout.shape)}, but {buf} has shape "
+                        f"{list(buf.shape)}")
+    used = [u.operation for u in buf.ssa.uses if not isinstance(u.operation, tile.DimOp)]
+    if used or buf.ssa in v.custom_layouts:
+        raise v.b.error(f"T.annotate_layout: {buf} is already used in this kernel; annotate its layout before "
+                        "its first use", hint="put T.annotate_layout first in the kernel body")
+    v.custom_layouts[buf.ssa] = layout
+
+
+@handles("Layout")
+def layout(v, shape, forward_fn):
+    return make_layout(v, shape, forward_fn)
 
 
 @handles("make_swizzled_layout")

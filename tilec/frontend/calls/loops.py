@@ -71,7 +71,7 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
                              "bound")
     op = v.b.emit(tile.ForOp(*bounds, kind, **opts))
     with v.runtime_region(op.body.block):
-        v.bind(name, Scalar(op.induction_var))
+        v.bind_loop_var(name, Scalar(op.induction_var))
         v.visit_body(node.body)
     v.b.verify(op)
 
@@ -92,7 +92,7 @@ def _emit_parallel(v, node, args: list, kwargs: dict) -> None:
     try:
         with v.runtime_region(op.body.block):
             for name, arg in zip(names, op.body.block.args):
-                v.bind(name, Scalar(arg))
+                v.bind_loop_var(name, Scalar(arg))
             v.visit_body(node.body)
     finally:
         v.parallel_loops.pop()

@@ -13,6 +13,7 @@ import tilec.language as T
 from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 
+from ..custom_layout import refuse_tile_operand
 from ..values import Access, Scalar, SliceIndex, TileRef, VarRef
 
 INDEX = IndexType()
@@ -102,11 +103,13 @@ def _extent(v, ref: TileRef, dim: int, index) -> int:
 def region(v, value, hint: tuple[int, ...] | None, what: str):
     """The SSA tile for an operand: a whole tile, or a `tile.region` of it."""
     if isinstance(value, TileRef):
+        refuse_tile_operand(v, value, what)
         return value.ssa
     if isinstance(value, VarRef):
         return value.tile.ssa
     if not isinstance(value, Access):
         raise v.b.error(f"{what} must be a tile (a tensor, a buffer or a region of one), got {describe_(value)}")
+    refuse_tile_operand(v, value, what)
     ref = value.tile
     rank = len(ref.shape)
     if len(value.indices) != rank:
@@ -139,9 +142,22 @@ def region(v, value, hint: tuple[int, ...] | None, what: str):
     return v.b.emit(tile.RegionOp(ref.ssa, offsets, rtype)).results[0]
 
 
-def tile_operand(v, value, what: str, scopes: tuple[str, ...], hint=None):
-    """`region()` of an operand that must live in one of `scopes`."""
-    ssa = region(v, value, hint, what)
+def stage_view(v, value):
+    """`buf[s, :, :]` of a shared buffer of 3 or more dimensions: its stage s (`tile.stage`, one dimension
+    less, as multi-buffered pipelines and TMA use it); None for any other operand."""
+    if not isinstance(value, Access) or value.tile.scope != "shared" or len(value.indices) < 3:
+        return None
+    first, rest = value.indices[0], value.indices[1:]
+    if isinstance(first, SliceIndex) or not all(isinstance(i, SliceIndex) and i.start is None and i.stop is None
+                                                for i in rest):
+        return None
+    return v.b.emit(tile.StageOp(value.tile.ssa, v.index_ssa(first))).results[0]
+
+
+def tile_operand(v, value, what: str, scopes: tuple[str, ...], hint=None, *, stages: bool = False):
+    """`region()` of an operand that must live in one of `scopes`; with `stages`, a shared buffer's stage
+    `buf[s, :, :]` is its stage view (the 2-D operand a gemm reads)."""
+    ssa = (stage_view(v, value) if stages else None) or region(v, value, hint, what)
     scope = ssa.type.scope
     if scope not in scopes:
         raise v.b.error(f"{what} must be in {' or '.join(scopes)} scope, got a {scope} tile",

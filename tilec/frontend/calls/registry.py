@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 from collections.abc import Callable
 
 import tilec.language as T
 from tilec.dtypes import DType
 from tilec.language.structure import Macro, PrimFunc
 
-from ..values import Access, BoundMethod, Scalar, SwizzleLayout, TileRef, VarRef
+from ..values import Access, BarrierRef, BoundMethod, Scalar, SwizzleLayout, TensorData, TileRef, VarRef
 from .operands import describe_
 
 Handler = Callable[..., object]
@@ -68,7 +69,7 @@ def closest_language_name(name: str) -> str:
 
 
 def _is_runtime(value) -> bool:
-    return isinstance(value, Scalar | TileRef | Access | VarRef | SwizzleLayout)
+    return isinstance(value, Scalar | TileRef | Access | VarRef | SwizzleLayout | BarrierRef)
 
 
 def call(v, node, func, args: list, kwargs: dict):
@@ -96,6 +97,14 @@ def call(v, node, func, args: list, kwargs: dict):
         return v.b.cast(value, func) if isinstance(value, Scalar) else Scalar(v.b.to_ssa(value, func.ir))
     if isinstance(func, PrimFunc):
         raise v.b.error(f"cannot call prim_func {func.__name__} inside a kernel", hint="decorate helpers with @T.macro")
+    if func is T.Tensor:  # an annotation's T.Tensor((n), dtype): sizes may be run-time dimensions
+        data = args[2] if len(args) > 2 else kwargs.pop("data", None)
+        if data is not None:
+            return tensor_view(v, args[0] if args else kwargs.get("shape"),
+                               args[1] if len(args) > 1 else kwargs.get("dtype", "float32"), data)
+        return func(*args, **kwargs)
+    if hasattr(func, "__tilec_lambda__") and any(_is_runtime(a) for a in [*args, *kwargs.values()]):
+        return v.call_lambda(func, args, kwargs)
     if inspect.isfunction(func) and any(_is_runtime(a) for a in [*args, *kwargs.values()]):
         # A plain Python helper called with run-time values: TileLang traces it, so its body
         # builds IR where it is called, as a T.macro's does.
@@ -123,10 +132,31 @@ def _method(v, method: BoundMethod, args, kwargs):
     raise v.b.error(f"unknown method `{method.name}`")
 
 
+def tensor_view(v, shape, dtype, data):
+    """`T.Tensor(shape, dtype, A.data)` in a kernel: global tensor A's elements seen with another shape."""
+    from tilec.dialects import tile
+
+    from .operands import dtype_of, shape_of
+
+    if not isinstance(data, TensorData):
+        raise v.b.error(f"T.Tensor(shape, dtype, data) views a tensor's data (`A.data`), got {describe_(data)}")
+    ref = data.tensor
+    shape = shape_of(v, shape, "T.Tensor view")
+    d = dtype_of(v, dtype, "T.Tensor view")
+    if d != ref.dtype:
+        raise v.b.error(f"T.Tensor view of {ref}: dtype {d.name} differs from the tensor's {ref.dtype.name}")
+    if any(n < 0 for n in ref.shape) or math.prod(shape) != math.prod(ref.shape):
+        raise v.b.error(f"T.Tensor view of {ref}: shape {list(shape)} does not hold its {list(ref.shape)} elements",
+                        hint="a view keeps every element: the product of the sizes must be the same")
+    return TileRef(v.b.emit(tile.ReshapeOp(ref.ssa, tile.TensorType(shape, ref.type.element_type))).results[0])
+
+
 def attribute(v, base, name: str):
     if isinstance(base, TileRef):
         if name == "shape":
             return base.shape
+        if name == "data" and base.scope == "global":
+            return TensorData(base)
         if name == "dtype":
             return base.dtype
         if name == "ndim":

@@ -8,6 +8,7 @@ import inspect
 import tilec.language as T
 from tilec.dialects import tile
 
+from .. import warp_specialize
 from ..parallel_vars import check_reads_after
 from ..values import Scalar
 from .operands import describe_, dtype_of, require_kernel, static_int
@@ -67,6 +68,11 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
             raise v.b.error(f"T.Kernel grid sizes must be positive integers, got {describe_(g)}",
                             hint="a grid size counts blocks, e.g. T.ceildiv(N, block) with positive N and block")
     threads = _threads(v, bound.arguments["threads"])
+    roles = None
+    if warp_specialize.uses_ws(node.body):  # TileLang's T.ws blocks: the tile kernel has the consumer's threads
+        roles = warp_specialize.plan_roles(v, node.body, threads)
+        v.b.loc = v.loc_of(node)
+        threads = [warp_specialize.WARPGROUP, 1, 1]
     grid_ssa = [v.index_ssa(g) for g in grid]
     op = v.b.emit(tile.KernelOp(grid_ssa, threads))
     v.kernel = op
@@ -74,7 +80,10 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
     try:
         with v.runtime_region(op.body.block, carried=False):
             _bind_block_indices(v, target, len(grid))
-            v.visit_body(node.body)
+            if roles is None:
+                v.visit_body(node.body)
+            else:
+                warp_specialize.emit(v, node.body, *roles)
         for record in v.privatized:
             check_reads_after(record)
     finally:

@@ -1,0 +1,223 @@
+"""TileLang's hand-written warp specialization (`with T.ws(k):` blocks, mbarriers, `T.tma_copy(...,
+barrier=)`) → `tile.warp_specialize`: results on the simulated CUDA lowering (whose warp-specialized
+regions run concurrently), PTX that ptxas assembles for sm_90a, and the located refusals.
+
+Kernels live in this file (the frontend reads their source with `inspect`).
+"""
+
+# ruff: noqa: F841
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec.dialects import print_ir
+from tilec.errors import TilecWarning
+from tilec.frontend import build_prim_func
+
+
+def ws_gemm(M, N, K, bm=64, bn=64, bk=32, producer=0, stages=0):
+    """Two barriers, one buffer: the producer waits for the consumer to be done with it."""
+    consumer = 1 - producer
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), T.float16)
+            B_s = T.alloc_shared((bk, bn), T.float16)
+            C_l = T.alloc_fragment((bm, bn), T.float32)
+            ready = T.alloc_barrier(arrive_count=128)
+            done = T.alloc_barrier(arrive_count=128)
+            with T.ws(consumer):
+                T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                with T.ws(producer):
+                    T.barrier_wait(done, (ko + 1) % 2)
+                    T.tma_copy(A[by * bm, ko * bk], A_s, barrier=ready)
+                    T.tma_copy(B[ko * bk, bx * bn], B_s, barrier=ready)
+                    T.barrier_arrive(ready)
+                with T.ws(consumer):
+                    T.barrier_wait(ready, ko % 2)
+                    T.gemm(A_s, B_s, C_l)
+                    T.barrier_arrive(done)
+            with T.ws(consumer):
+                T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+def ws_copy_staged(M, K, bm=64, bk=32, stages=2):
+    """A barrier array: stages 0..S-1 say "full", S..2S-1 "free"; TMA into stage views of a 3-D buffer."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, K), T.float16)):
+        with T.Kernel(T.ceildiv(M, bm), threads=256) as by:
+            A_s = T.alloc_shared((stages, bm, bk), T.float16)
+            bars = T.alloc_barrier([128, 128] * stages)
+            for ko in range(T.ceildiv(K, bk)):
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages + stages], parity=((ko // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk], A_s[ko % stages, :, :],
+                               barrier=bars[ko % stages])
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages], parity=(ko // stages) % 2)
+                    T.copy(A_s[ko % stages, :, :], C[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk])
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages + stages])
+
+    return main
+
+
+def ws_gemm_staged(M, N, K, bm=64, bn=64, bk=32, stages=2):
+    """The same protocol around a gemm of the stage views."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((stages, bm, bk), T.float16)
+            B_s = T.alloc_shared((stages, bk, bn), T.float16)
+            C_l = T.alloc_fragment((bm, bn), T.float32)
+            bars = T.alloc_barrier([128, 128] * stages)
+            with T.ws(0):
+                T.clear(C_l)
+            for ko in range(T.ceildiv(K, bk)):
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages + stages], parity=((ko // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk], A_s[ko % stages, :, :],
+                               barrier=bars[ko % stages])
+                    T.tma_copy(B[ko * bk:(ko + 1) * bk, bx * bn:(bx + 1) * bn], B_s[ko % stages, :, :],
+                               barrier=bars[ko % stages])
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages], parity=(ko // stages) % 2)
+                    T.gemm(A_s[ko % stages, :, :], B_s[ko % stages, :, :], C_l)
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages + stages])
+            with T.ws(0):
+                T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+def _operands(M, N, K):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16)
+
+
+def _check(c, a, b):
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), atol=0.05, rtol=0.01)
+
+
+def test_the_ws_blocks_become_a_producer_region_of_tma_loads_and_a_consumer_region():
+    ir = print_ir(build_prim_func(ws_gemm(64, 64, 64), [-1]).module)
+    producer, consumer = ir.split("} consumer {")
+    assert "threads [128, 1, 1]" in ir and "producer_threads = 128" in consumer
+    assert producer.count("tile.mbarrier_expect_tx %") == 2 and producer.count("tile.tma_load") == 2
+    assert "126 : index" in producer  # the warpgroup's 128 arrivals, less the two of the copies
+    assert "tile.gemm" in consumer and "tile.gemm" not in producer and "tile.tma_load" not in consumer
+
+
+@pytest.mark.parametrize("producer", [0, 1])
+def test_hand_written_warp_specialization_computes_the_gemm(producer):
+    a, b = _operands(64, 128, 96)
+    kernel = tilec.compile(ws_gemm(64, 128, 96, producer=producer), out_idx=[-1], target="sim")
+    _check(kernel(a, b), a, b)
+
+
+def test_barrier_arrays_and_stage_views():
+    a, _ = _operands(128, 64, 192)
+    c = tilec.compile(ws_copy_staged(128, 192), out_idx=[-1], target="sim")(a)
+    np.testing.assert_array_equal(c, a)
+
+
+def test_ws_kernels_assemble_for_sm90a():
+    ptx = tilec.compile(ws_gemm(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
+    assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx and "mbarrier.try_wait" in ptx
+    # the gemm of stage views is an mma.sync (tile-select-mma takes wgmma operands of plain allocations only)
+    ptx = tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
+    assert "cp.async.bulk.tensor" in ptx and "mma.sync" in ptx and "mbarrier.try_wait" in ptx
+
+
+def test_pipelined_stages_around_ws_blocks_are_reported_as_not_applied():
+    with pytest.warns(TilecWarning, match=r"num_stages=...\) around T.ws blocks is not applied"):
+        build_prim_func(ws_gemm(64, 64, 64, stages=2), [-1])
+
+
+def ws_with_copy_in_producer():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.tma_copy(A, A_s, barrier=ready)
+                T.copy(A, A_s)
+                T.barrier_arrive(ready)
+            with T.ws(1):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, C)
+
+    return main
+
+
+def ws_without_arrive():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=1)
+            with T.ws(0):
+                T.tma_copy(A, A_s, barrier=ready)
+            with T.ws(1):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, C)
+
+    return main
+
+
+def ws_producer_count():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=1)
+            with T.ws(0):
+                T.tma_copy(A, A_s, barrier=ready)
+                T.barrier_arrive(ready)
+            with T.ws(1):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, C)
+
+    return main
+
+
+def ws_three_warpgroups():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=384) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            with T.ws(0):
+                T.copy(A, A_s)
+            with T.ws(2):
+                T.copy(A_s, C)
+
+    return main
+
+
+@pytest.mark.parametrize("make, message", [
+    (ws_with_copy_in_producer, "tile.copy in the T.ws producer: tilec runs the producer on one thread"),
+    (ws_without_arrive, r"must be followed by T.barrier_arrive\(b\)"),
+    (ws_producer_count, "the T.ws producer arrives on a barrier that expects 1 arrivals"),
+    (ws_three_warpgroups, "two warpgroups, a producer and a consumer"),
+])
+def test_ws_kernels_tilec_cannot_build_are_located_errors(make, message):
+    with pytest.raises(tilec.TilecError, match=message) as e:
+        build_prim_func(make(), [-1])
+    assert "test_warp_specialize_ws.py" in str(e.value)
+
+
+def test_the_interpreter_refuses_warp_specialized_kernels_where_they_are_written():
+    a, b = _operands(64, 64, 64)
+    with pytest.raises(tilec.TilecError, match="tile.warp_specialize is not supported by the interpreter") as e:
+        tilec.compile(ws_gemm(64, 64, 64), out_idx=[-1], target="interp")(a, b)
+    assert "test_warp_specialize_ws.py" in str(e.value)
