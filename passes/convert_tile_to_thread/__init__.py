@@ -16,4 +16,7 @@
 from . import buffers, control, copy, elements, gemm, reduce, scan, sync  # noqa: F401  (handlers register on import)
 from .convert import SMEM, SMEM_ALIGN, ConvertTileToThreadPass, lower_kernel_func
 
-__all__ = ["SMEM", "SMEM_ALIGN", "ConvertTileToThreadPass", "lower_kernel_func"]
+SCALAR_PARAMS = True
+"""The kernel's scalar parameters (`max_seqlen: T.int32`) are passed by value (tilec.compiler.lower checks)."""
+
+__all__ = ["SCALAR_PARAMS", "SMEM", "SMEM_ALIGN", "ConvertTileToThreadPass", "lower_kernel_func"]

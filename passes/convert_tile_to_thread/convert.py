@@ -147,7 +147,8 @@ def _linear_thread_id(L: Lowerer, extents: tuple[int, int, int]):
 
 def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     kernel = kernel_of(f)
-    tensors = list(f.body.block.args)
+    tensors = list(f.body.block.args)  # the kernel's parameters: tensors, and scalars passed by value
+    scalars = {t for t in tensors if not isinstance(t.type, tile.TensorType)}
     pre = []
     for op in f.body.block.ops:
         if op is kernel:
@@ -155,14 +156,17 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
         pre.append(op)
     dims = [op for op in pre if isinstance(op, tile.DimOp)]
     sizes = [(tensors.index(d.source), d.dim.value.data) for d in dims]
-    arg_types = [memref_type(t.type.element_type, None) for t in tensors] + [i64] * len(sizes)
-    entry = Block(arg_types=arg_types)
+    arg_types = [t.type if t in scalars else memref_type(t.type.element_type, None) for t in tensors]
+    entry = Block(arg_types=arg_types + [i64] * len(sizes))
     for arg, t in zip(entry.args, tensors):
         arg.name_hint = t.name_hint
     L = Lowerer(kernel, entry)
     L.tensors = tensors
     L.tid = _linear_thread_id(L, kernel.thread_extents)
     L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
+    for arg, t in zip(entry.args, tensors):
+        if t in scalars:
+            L.vmap[t] = arg
     for d, (ti, axis) in zip(dims, sizes):
         value = L.emit(arith.IndexCastOp(entry.args[len(tensors) + sizes.index((ti, axis))], INDEX)).results[0]
         L.sizes[(tensors[ti], axis)] = value
@@ -174,6 +178,8 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
             raise error_at(op, f"{op.name} before T.Kernel is not supported by the CUDA target")
         L.emit(op.clone(value_mapper=L.vmap))
     for arg, t in zip(entry.args, tensors):
+        if t in scalars:
+            continue
         typ = t.type
         shape = [L.sizes.get((t, a), n) if n == tile.DYNAMIC else n for a, n in enumerate(typ.shape)]
         strides, acc = [], 1
