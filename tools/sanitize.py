@@ -25,8 +25,9 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 
 
 def _kernels_dir() -> str:
-    for path in (os.path.join(ROOT, ".gpu", "kernels"), os.path.join(os.path.dirname(ROOT), "shared", "kernels")):
-        if os.path.isdir(path):
+    for path in (os.environ.get("TILEC_SHARED_KERNELS", ""), os.path.join(ROOT, ".gpu", "kernels"),
+                 os.path.join(os.path.dirname(ROOT), "shared", "kernels")):
+        if path and os.path.isdir(path):
             return path
     return ""
 
