@@ -35,7 +35,9 @@ def _kernels_dir() -> str:
 def workloads() -> dict[str, list[str]]:
     py = sys.executable
     return {
-        "gpu-tests": [py, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests/gpu"],
+        # every test (no -x); the one that times a kernel cannot hold under a sanitizer's slowdown
+        "gpu-tests": [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/gpu",
+                      "--deselect", "tests/gpu/test_cuda_backend_gpu.py::test_profiler_do_bench_uses_cuda_events"],
         "reference": [py, os.path.join(_kernels_dir(), "run_all.py")],
         "bench": [py, "bench/bench_gemm.py"],
         "fuzz": [py, "bench/fuzz_gpu.py", "--cases", "200", "--seed", "7"],
