@@ -185,7 +185,7 @@ def tilec_best(build, args, ref, flops: int, log: list, label: str):
 def main() -> int:
     torch.manual_seed(0)
     rows, log = [], []
-    triton_run = _triton_kernel()
+    triton_run = None if os.environ.get("BENCH_NO_TRITON") == "1" else _triton_kernel()  # (sanitizer runs)
     cases = [("gemm", shape, dtype) for dtype in DTYPES for shape in SHAPES]
     cases += [("gemm+bias+gelu", GELU_SHAPE, dtype) for dtype in DTYPES]
     for what, (m, n, k), dtype in cases:

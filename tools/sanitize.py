@@ -71,6 +71,8 @@ def run(tool: str, name: str, command: list[str], log_dir: str | None, timeout: 
     # persistent, tails included), unless the caller chose
     env.setdefault("BENCH_GEMM_SHAPES", "1000x1280x520")
     env.setdefault("BENCH_GEMM_GELU_SHAPE", "1000x1280x520")
+    env.setdefault("BENCH_GEMM_TILES", "128x256x64x3x256,128x128x64x4x128")
+    env.setdefault("BENCH_NO_TRITON", "1")  # Triton's kernels are not tilec's to check
     start = time.time()
     try:
         proc = subprocess.run(full + ["--"] + command, cwd=ROOT, env=env, capture_output=True, text=True,
