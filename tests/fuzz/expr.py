@@ -52,11 +52,28 @@ class Leaf:
 
 @dataclass
 class Expr:
+    """A node: text, dtype, |value| bound, its reference (Env -> R), node count. An f16 node's
+    reference value is rounded to f16, as the hardware rounds the op's result: the relative
+    budget covers rounding in f16's normal range, not a result that underflows below it
+    (sigmoid(-20) is 0 in f16; seed 20294993)."""
+
     text: str
     dtype: str | None
     bound: float
     fn: object  # Env -> R
     size: int = 1  # node count
+
+    def __post_init__(self):
+        if self.dtype == "float16":
+            inner = self.fn
+
+            def rounded(env, inner=inner):
+                r = inner(env)
+                with np.errstate(over="ignore"):
+                    v = np.asarray(r.v, dtype=np.float64).astype(np.float16).astype(np.float64)
+                return R(v, r.m, r.b)
+
+            self.fn = rounded
 
 
 def _u(dtype: str | None) -> float:
