@@ -135,6 +135,12 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False) -> _Plan 
     if any(isinstance(op, tile.WarpSpecializeOp | tile.TmaLoadOp | tile.AllocBarrierOp) for op in kernel.walk()):
         _decline(loop, "the kernel synchronizes with mbarriers of its own")
         return None
+    body = kernel.body.block
+    if any(isinstance(v.owner, Operation) and v.owner.parent_block() is body and not _stays(v.owner, body)
+           for v in (loop.lb, loop.ub, loop.step)):
+        _decline(loop, "its bounds are computed by the block's threads (e.g. from a load), which the producer "
+                       "does not run")
+        return None
     if writes_global(loop):
         _decline(loop, "the loop writes global memory")
         return None

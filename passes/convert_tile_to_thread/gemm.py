@@ -22,6 +22,15 @@ _BY_KIND = {tile.MmaKind.WGMMA: lower_gemm_wgmma, tile.MmaKind.M16N8K16: lower_g
 """The lowering of each `mma` kind tile-select-mma chooses (None: it chose none)."""
 
 
+def _in_consumer_region(op) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, tile.WarpSpecializeOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 @uniform(tile.GemmOp)
 def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     a, b, c = L.views[op.a], L.views[op.b], L.views[op.c]
@@ -30,6 +39,14 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     staged, at = False, 0
     operands = []
     wgmma = op.mma_kind == tile.MmaKind.WGMMA
+    if not wgmma and _in_consumer_region(op):
+        # measured on the H200: TileLang's barrierpipe example (a T.ws consumer's mma.sync gemm of
+        # stage views) gave wrong results; the simulator cannot run it either. Refused until fixed.
+        raise L.error(op, "a T.gemm in the consumer of a warp-specialized kernel runs only on wgmma on the CUDA "
+                          "target, and this one cannot (its operands are not whole shared tiles wgmma reads, e.g. "
+                          "stage views buf[s, :, :])",
+                      hint="allocate one shared tile per stage, or write the loop as T.Pipelined and let tilec "
+                           "warp-specialize it")
     for v in (a, b):
         if v.kind == "fragment" and not (wgmma and v is a):  # wgmma reads a register A itself (RS)
             # stage register operands through shared memory, A and B apart

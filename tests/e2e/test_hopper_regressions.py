@@ -114,3 +114,39 @@ def test_f16_atomic_max_gpu():
     out = torch.full((3,), -1e4, device="cuda").half()
     tilec.compile(f16_atomic_max(), target="cuda")(x, out)
     torch.testing.assert_close(out.float(), x.max(0).values.half().float())
+
+
+def _loop_bound_from_a_load():
+    import tilec.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((256, 64), T.float16), B: T.Tensor((64, 64), T.float16), L: T.Tensor((1,), T.int32),
+             C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 64), T.float16)
+            b = T.alloc_shared((64, 64), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            n = L[0]
+            T.clear(c)
+            for k in T.Pipelined(T.ceildiv(n, 64), num_stages=2):
+                T.copy(A[k * 64, 0], a)
+                T.copy(B[0, 0], b)
+                T.gemm(a, b, c)
+            T.copy(c, C)
+
+    return main
+
+
+def test_a_loop_bound_loaded_by_the_threads_is_not_warp_specialized():
+    """TileLang's gqa_decode_varlen_logits (H200 run of 2026-12-01): a T.Pipelined loop whose trip
+    count comes from a load crashed the lowering (the producer ran a loop bounded by a value only the
+    consumers computed). It now stays on cp.async stages, with the reason in the IR."""
+    import torch
+
+    import tilec
+
+    kernel = tilec.compile(_loop_bound_from_a_load(), out_idx=[3], target="sim")
+    assert "its bounds are computed by the block's threads" in kernel.get_ir("tile-opt")
+    a, b = torch.randn(256, 64).half(), torch.randn(64, 64).half()
+    ref = sum(a[i * 64:(i + 1) * 64].float() @ b.float() for i in range(3))
+    assert ((kernel(a, b, torch.tensor([192], dtype=torch.int32)) - ref).norm() / ref.norm()) < 1e-5

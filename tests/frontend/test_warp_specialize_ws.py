@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tilec
+from tilec import TilecError
 import tilec.language as T
 from tilec.dialects import print_ir
 from tilec.errors import TilecWarning
@@ -133,9 +134,15 @@ def test_barrier_arrays_and_stage_views():
 def test_ws_kernels_assemble_for_sm90a():
     ptx = tilec.compile(ws_gemm(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
     assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx and "mbarrier.try_wait" in ptx
-    # the gemm of stage views is an mma.sync (tile-select-mma takes wgmma operands of plain allocations only)
-    ptx = tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
-    assert "cp.async.bulk.tensor" in ptx and "mma.sync" in ptx and "mbarrier.try_wait" in ptx
+
+
+def test_a_ws_consumer_gemm_that_is_not_wgmma_is_refused():
+    """A gemm of stage views in a T.ws consumer would be an mma.sync (tile-select-mma takes wgmma
+    operands of plain allocations only); TileLang's barrierpipe example built that way gave wrong
+    results on the H200 (2026-12-01), so the CUDA target refuses it where it is written."""
+    with pytest.raises(TilecError, match=r"consumer of a warp-specialized kernel runs only on wgmma") as e:
+        tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a")
+    assert "test_warp_specialize_ws.py" in str(e.value)
 
 
 def test_pipelined_stages_around_ws_blocks_are_reported_as_not_applied():
