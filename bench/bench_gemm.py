@@ -7,7 +7,8 @@ Triton, measured in the same run.
 
 The tilec kernels are the reference programs `shared/kernels/gemm.py` (C = A @ B) and
 `gemm_bias_gelu.py` (C = gelu_tanh(A @ B + bias)), unmodified, with their tile arguments; the
-best of a few tile configurations is reported (each one is listed in the log). Baselines:
+best of a few tile configurations, each plain and persistent (pass config `tilec.persistent`;
+BENCH_GEMM_PERSISTENT=0 or 1 keeps one), is reported (each one is listed in the log). Baselines:
 cuBLAS (`a @ b`), torch unfused (`gelu(a @ b + bias)`), and Triton's matmul tutorial kernel
 (grouped rasterization) autotuned here over eight configurations of tiles, stages and warps,
 with the bias + gelu epilogue fused for the gelu shape. Every implementation is checked
@@ -59,6 +60,8 @@ GELU_SHAPE = (4096, 4096, 1024)
 # (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256)]
+# persistent variants (pass config `tilec.persistent`): "0", "1" or "0,1" (both, each reported)
+PERSISTENT = [bool(int(x)) for x in os.environ.get("BENCH_GEMM_PERSISTENT", "0,1").split(",")]
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
@@ -160,10 +163,10 @@ def sass_features(kernel) -> str:
 def tilec_best(build, args, ref, flops: int, log: list, label: str):
     """Each tile configuration of a reference kernel: (ms, err, tiles, sass) of the fastest correct one."""
     best = None
-    for tiles in TILES:
-        name = "x".join(map(str, tiles))
+    for tiles, persistent in [(t, p) for t in TILES for p in PERSISTENT]:
+        name = "x".join(map(str, tiles)) + (" persistent" if persistent else "")
         try:
-            kernel = build(*tiles)
+            kernel = build(*tiles, persistent)
             err = rel_err(kernel(*args), ref)
         except Exception as e:  # noqa: BLE001 - e.g. a configuration over the shared-memory budget
             log.append({"impl": label, "tiles": tiles, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
@@ -171,7 +174,7 @@ def tilec_best(build, args, ref, flops: int, log: list, label: str):
             continue
         ms = float("nan") if ONCE or err > 1e-2 else bench_ms(lambda kernel=kernel: kernel(*args))
         sass = sass_features(kernel)
-        log.append({"impl": label, "tiles": tiles, "ms": ms, "rel_err": err, "sass": sass,
+        log.append({"impl": label, "tiles": tiles, "persistent": persistent, "ms": ms, "rel_err": err, "sass": sass,
                     "tflops": flops / (ms * 1e-3) / 1e12})
         print(f"  {label} {name}: {ms * 1e3:.0f} us, err {err:.1e}, SASS {sass}", flush=True)
         if err <= 1e-2 and (best is None or ms < best[0]):
@@ -208,12 +211,12 @@ def main() -> int:
             if best is not None:
                 results["Triton tuned"] = best
         tdt = getattr(T, dtype)
-        if bias is None:
-            build = lambda bm, bn, bk, s, t: matmul(m, n, k, bm, bn, bk, s, t, dtype=tdt)  # noqa: E731
-            args = (a, b)
-        else:
-            build = lambda bm, bn, bk, s, t: gemm_bias_gelu(m, n, k, bm, bn, bk, s, t, dtype=tdt)  # noqa: E731
-            args = (a, b, bias)
+        jit = matmul if bias is None else gemm_bias_gelu
+        args = (a, b) if bias is None else (a, b, bias)
+
+        def build(bm, bn, bk, s, t, persistent, jit=jit):
+            jit.pass_configs = {"tilec.persistent": persistent}
+            return jit(m, n, k, bm, bn, bk, s, t, dtype=tdt)
         klog: list = []
         best = tilec_best(build, args, ref, flops, klog, "tilec")
         log.append({"case": [what, m, n, k, dtype], "tilec": klog})

@@ -52,6 +52,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile-insert-barriers": _lazy("tile_insert_barriers", "TileInsertBarriersPass"),
     "convert-tile-to-thread": _lazy("convert_tile_to_thread", "ConvertTileToThreadPass"),
     "thread-shared-divisor": _lazy("thread_shared_divisor", "ThreadSharedDivisorPass"),
+    "thread-sigmoid": _lazy("thread_sigmoid", "ThreadSigmoidPass"),
 }
 """Every pass `tilec opt -p` knows, by name."""
 

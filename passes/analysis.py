@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import math
 
+from tilec.dialects import tile
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
 from xdsl.ir import BlockArgument, Operation, SSAValue
-
-from tilec.dialects import tile
 
 AffineForm = tuple[int, dict[SSAValue, int]]
 """`const + sum(coeff * leaf)`: the constant and each leaf's coefficient (never 0)."""
@@ -222,16 +221,3 @@ def _leaf_multiple(leaf: SSAValue) -> int:
         return known_multiple(op.lhs) * known_multiple(op.rhs) or 1
     return 1
 
-
-def shared_swizzle(alloc: tile.AllocOp) -> int:
-    """Bytes of the XOR swizzle of a shared buffer: its `T.annotate_layout`, else the `swizzle`
-    tile-select-mma gave a tensor-core operand, else 0. Only buffers of whole 128-byte groups
-    swizzle (the XOR stays inside each group)."""
-    typ = alloc.result.type
-    if typ.num_elements() * ((typ.element_type.bitwidth + 7) // 8) % 128:
-        return 0
-    for use in alloc.result.uses:
-        if isinstance(use.operation, tile.AnnotateLayoutOp):
-            return use.operation.layout.bytes
-    chosen = alloc.attributes.get("swizzle")
-    return chosen.value.data if chosen is not None else 0

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 
+from tilec.dialects import tile
 from tilec.dialects.tile.layout import Layout, Mode
 
 __all__ = ["default_layout", "gemm_accumulator_layout", "mma_accumulator_layout", "mma_warp_grid",
-           "wgmma_accumulator_layout"]
+           "wgmma_accumulator_layout", "wgmma_register_a_layout"]
 
 
 def _largest_divisor(n: int, ok) -> int:
@@ -133,15 +134,15 @@ def gemm_accumulator_layout(m: int, n: int, threads: int) -> Layout:
                   (Mode(rep, "t", tn * tm),) if rep > 1 else ())
 
 
-def mma_warp_grid(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | None:
+def mma_warp_grid(m: int, n: int, warps: int, policy: tile.GemmPolicy | str) -> tuple[int, int] | None:
     """(warps along M, warps along N) for m16n8k16 tiles of an m x n accumulator, or None."""
     if m % 16 or n % 8:
         return None
     options = [(wm, warps // wm) for wm in range(1, warps + 1) if warps % wm == 0]
     options = [(wm, wn) for wm, wn in options if (m // 16) % wm == 0 and (n // 8) % wn == 0]
-    if policy == "full_row":
+    if policy == tile.GemmPolicy.FULL_ROW:
         options = [o for o in options if o[1] == 1] or options
-    elif policy == "full_col":
+    elif policy == tile.GemmPolicy.FULL_COL:
         options = [o for o in options if o[0] == 1] or options
     if not options:
         return None
@@ -149,7 +150,7 @@ def mma_warp_grid(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | 
     return min(options, key=lambda o: abs(m // o[0] - n // o[1]))
 
 
-def mma_accumulator_layout(m: int, n: int, threads: int, policy: str = "square") -> Layout | None:
+def mma_accumulator_layout(m: int, n: int, threads: int, policy: tile.GemmPolicy | str = tile.GemmPolicy.SQUARE) -> Layout | None:
     """The layout of an m x n f32 accumulator of mma.sync m16n8k16 over the block's warps.
 
     Within one 16x8 tile, lane = (row % 8) * 4 + (col % 8) // 2 and register
@@ -176,15 +177,42 @@ def wgmma_accumulator_layout(m: int, n: int, threads: int) -> Layout | None:
     Warpgroup g owns rows [g m/G, (g+1) m/G) in m64 blocks (one instruction each); inside one,
     thread t (warp w, lane l) holds register i at row 16 w + 8 ((i >> 1) & 1) + l / 4 and
     column 8 (i >> 2) + 2 (l % 4) + (i & 1) (HOPPER_KERNELS.md §1.4, CUTLASS CLayout_64xN).
+    Slot r (n/2) + i is register i of the warpgroup's m64 block r.
     """
-    if threads % 128 or n % 8 or n > 256:
+    if n > 256:
+        return None
+    return _warpgroup_rows_layout(m, n, threads)
+
+
+def wgmma_register_a_layout(m: int, k: int, threads: int) -> Layout | None:
+    """The layout of an m x k A operand that wgmma m64nNk16 reads from registers (the RS form).
+
+    Register j (j < 4) of the k16 step s of m64 block r packs slots r (k/2) + 8 s + 2 j and
+    + 1: A element (row, col) of thread t at row 16 w + 8 ((e >> 1) & 1) + l / 4, column
+    16 s + 8 (e >> 2) + 2 (l % 4) + (e & 1) for its e-th element of the step (CUTLASS's
+    ALayout_64x16 == CLayout_64x16). That is the accumulator layout of an m x k wgmma result, so
+    an f32 accumulator converted to 16 bits (attention's P = S) is an A operand in place: no
+    data moves between threads (FA3's `convert_layout_acc_Aregs`).
+    """
+    if k % 16:
+        return None
+    return _warpgroup_rows_layout(m, k, threads)
+
+
+def _warpgroup_rows_layout(m: int, n: int, threads: int) -> Layout | None:
+    if threads % 128 or n % 8:
         return None
     groups = threads // 128
     if m % (64 * groups):
         return None
     reps = m // 64 // groups
+    # with one m64 block per warpgroup, the warpgroup and its 4 warps are one mode (8t32 for two
+    # warpgroups): the mma.sync full-row layout of the same rows is written the same way, so the
+    # two kinds of accumulator can share row fragments (an attention's S and O)
+    warps = (Mode(4 * groups, "t", 32),) if reps == 1 else (Mode(groups, "t", 128), Mode(reps, "s", n // 2),
+                                                             Mode(4, "t", 32))
     dims = (
-        (Mode(groups, "t", 128), Mode(reps, "s", n // 2), Mode(4, "t", 32), Mode(2, "s", 2), Mode(8, "t", 4)),
+        (*warps, Mode(2, "s", 2), Mode(8, "t", 4)),
         (Mode(n // 8, "s", 4), Mode(4, "t", 1), Mode(2, "s", 1)),
     )
     return Layout(tuple(tuple(x for x in modes if x.size > 1) for modes in dims))

@@ -1,11 +1,11 @@
 """What a software-pipelined loop's stages are made of, for the passes that pipeline loops
 (tile-pipeline with cp.async, tile-warp-specialize with TMA): the copies into shared tiles a
-loop can issue iterations ahead, the address computations they need recomputed for another
-iteration, and a small builder for the new ops."""
+loop can issue iterations ahead, the copies before it that fill a tile its gemms read (issued
+once), the address computations they need recomputed for another iteration, and a small
+builder for the new ops."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from tilec.dialects import tile
@@ -85,6 +85,36 @@ def staged_copy(copy: tile.CopyOp, loop: tile.ForOp) -> StagedCopy | None:
     return StagedCopy(copy, alloc)
 
 
+def preloaded_copy(value: SSAValue, loop: tile.ForOp) -> tile.CopyOp | None:
+    """The copy from global memory that alone fills the shared tile `value` before `loop`, when
+    the tile is otherwise only read by gemms inside the loop (attention's Q): a producer can issue
+    it once, before the loop's stages. None when anything else writes or reads the tile."""
+    alloc = value.owner
+    body = loop.parent_block()
+    if not isinstance(alloc, tile.AllocOp) or alloc.parent_block() is not body:
+        return None
+    writers = []
+    for use in alloc.result.uses:
+        user = use.operation
+        if isinstance(user, tile.AnnotateLayoutOp):
+            continue
+        if isinstance(user, tile.GemmOp) and use.index in (0, 1) and loop.is_ancestor(user):
+            continue
+        if isinstance(user, tile.CopyOp) and use.index == 1 and user.parent_block() is body and \
+                isinstance(user.src.type, tile.TensorType) and user.src.type.element_type == alloc.result.type.element_type \
+                and body.get_operation_index(user) < body.get_operation_index(loop):
+            writers.append(user)
+            continue
+        return None
+    if len(writers) != 1:
+        return None
+    try:
+        check_slice(writers[0].src, body)
+    except NotPure:
+        return None
+    return writers[0]
+
+
 def check_slice(value: SSAValue, body: Block) -> None:
     op = value.owner
     if not isinstance(op, Operation) or op.parent_block() is not body:
@@ -128,13 +158,9 @@ def fitting_stages(kernel: tile.KernelOp, copies: list[StagedCopy], stages: int,
     """At most `stages`, as many as fit `limit` bytes with the kernel's other shared buffers (an
     estimate that adds everything up, as if nothing shared bytes: the planner may do better)."""
     staged = {c.alloc for c in copies}
-
-    def nbytes(alloc) -> int:
-        typ = alloc.result.type
-        return math.prod(typ.shape) * max(1, (typ.element_type.bitwidth + 7) // 8)
-    others = sum(nbytes(op) for op in kernel.walk() if isinstance(op, tile.AllocOp)
+    others = sum(op.nbytes for op in kernel.walk() if isinstance(op, tile.AllocOp)
                  and op.result.type.scope == "shared" and op not in staged)
-    per_stage = sum(nbytes(a) for a in staged)
+    per_stage = sum(a.nbytes for a in staged)
     while stages >= 1 and others + stages * per_stage + 1024 > limit:  # 1 KB: barriers, alignment
         stages -= 1
     return stages if stages >= 1 else None

@@ -1,9 +1,10 @@
 """Assign a thread layout to every fragment buffer and every `tile.parallel` loop.
 
-Requires: tile-select-mma, when tensor cores are wanted (its `mma` attribute on a gemm
-  selects the instruction's accumulator layout).
-Establishes: each fragment `tile.alloc` and each `tile.parallel` carries
-  `layout = #tile.fragment<...>`; fragments a parallel loop indexes with its
+Requires: tile-select-mma, when tensor cores are wanted (the `mma` property of a gemm
+  selects the instruction's accumulator layout, and for wgmma with A in a fragment the
+  layout of that register operand, which other fixed layouts may override).
+Establishes: each fragment `tile.alloc` and each `tile.parallel` has its `layout`
+  property, a `#tile.fragment<...>` of its shape; fragments a parallel loop indexes with its
   induction variables hold those elements on the threads that run them.
 Fails: TilecError at the loop when a fragment would need two layouts there (a limit
   of the CUDA target: the interpreter has no layouts).
@@ -27,18 +28,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tilec.dialects import tile
+from tilec.dialects.tile.layout import Layout, Mode
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from tilec.dialects import tile
 from tilec.dtypes import from_ir
 from tilec.errors import error_at
 
-from tilec.dialects.tile.layout import Layout, Mode
-
-from .layouts import default_layout, gemm_accumulator_layout, mma_accumulator_layout, wgmma_accumulator_layout
+from .layouts import (
+    default_layout,
+    gemm_accumulator_layout,
+    mma_accumulator_layout,
+    wgmma_accumulator_layout,
+    wgmma_register_a_layout,
+)
 
 
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:
@@ -176,17 +182,26 @@ class _Inference:
         for op in ops:
             if isinstance(op, tile.GemmOp) and _fragment(op.c) is not None:
                 m, n, _ = op.mnk()
-                if op.attributes.get("mma") == StringAttr("wgmma"):  # tile-select-mma chose wgmma m64nNk16
+                if op.mma_kind == tile.MmaKind.WGMMA:  # tile-select-mma chose wgmma m64nNk16
                     layout = wgmma_accumulator_layout(m, n, self.threads)
-                elif "mma" in op.attributes:  # tile-select-mma chose mma.sync m16n8k16
+                elif op.mma_kind == tile.MmaKind.M16N8K16:  # tile-select-mma chose mma.sync m16n8k16
                     layout = mma_accumulator_layout(m, n, self.threads, op.policy.data)
                 else:
                     layout = gemm_accumulator_layout(m, n, self.threads)
                 self.set(_fragment(op.c), layout, op)
+        # wgmma's register A (RS): the layout it reads in place, unless the fixed layouts already
+        # decide the fragment otherwise (the lowering then converts it through shared memory)
+        register_a = {_fragment(op.a): wgmma_register_a_layout(op.mnk()[0], op.mnk()[2], self.threads)
+                      for op in ops if isinstance(op, tile.GemmOp) and op.mma_kind == tile.MmaKind.WGMMA
+                      and _fragment(op.a) is not None}
         allocs = [op for op in ops if isinstance(op, tile.AllocOp) and op.result.type.scope == "fragment"]
         loops = [op for op in ops if isinstance(op, tile.ParallelOp)]
         while True:
             self.propagate(ops, loops)
+            seeds = [(a, lay) for a, lay in register_a.items() if a not in self.layouts and lay is not None]
+            if seeds:
+                self.layouts[seeds[0][0]] = seeds[0][1]
+                continue
             if any(self.follow(loop) for loop in loops if loop not in self.layouts):
                 continue
             pending = [a for a in allocs if a not in self.layouts]
@@ -269,13 +284,12 @@ class TileInferLayoutPass(ModulePass):
             inference = _Inference(kernel)
             inference.run()
             for target, layout in inference.layouts.items():
-                target.attributes["layout"] = tile.FragmentLayoutAttr(str(layout))
+                target.layout = tile.FragmentLayoutAttr(str(layout))
 
 
-def layout_of(op: Operation) -> Layout | None:
-    """The layout a previous run of this pass put on `op` (an alloc or a parallel loop)."""
-    attr = op.attributes.get("layout")
-    return Layout.parse(attr.spec.data) if isinstance(attr, tile.FragmentLayoutAttr) else None
+def layout_of(op: tile.AllocOp | tile.ParallelOp) -> Layout | None:
+    """The layout a previous run of this pass gave `op` (an alloc or a parallel loop)."""
+    return op.layout.layout if op.layout is not None else None
 
 
 __all__ = ["TileInferLayoutPass", "layout_of", "project", "root_alloc"]

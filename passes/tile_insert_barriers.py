@@ -1,7 +1,7 @@
 """Insert `tile.barrier` between conflicting shared-memory accesses of a block.
 
 Requires: nothing; after tile-plan-shared-memory it also orders buffers that
-  share bytes (by their `offset` attributes).
+  share bytes (by their `offset` properties).
 Establishes: in each straight-line sequence of a `tile.kernel` (its body,
   `tile.for` bodies, `scf.if` branches outside `tile.parallel`), a barrier sits
   between a write of a shared buffer and any later read or write of it, and
@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from tilec.dialects import tile
+from tilec.passes.analysis import value_range
 from xdsl.context import Context
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
@@ -32,9 +34,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
-
-from tilec.dialects import tile
-from tilec.passes.analysis import value_range
 
 
 def _reduce_reads(op: tile.ReduceOp):
@@ -45,7 +44,7 @@ def _reduce_reads(op: tile.ReduceOp):
 # op kind -> (reads, writes) operands; values that are not shared tiles are ignored.
 _ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]]] = {
     # an async copy (tile-pipeline) is ordered by its loop's own async_wait + barrier
-    tile.CopyOp: lambda op: ((op.src,), () if "async" in op.attributes else (op.dst,)),
+    tile.CopyOp: lambda op: ((op.src,), () if op.is_async else (op.dst,)),
     tile.FillOp: lambda op: ((), (op.dst,)),
     tile.GemmOp: lambda op: ((op.a, op.b), (op.c,)),
     tile.ReduceOp: lambda op: (_reduce_reads(op), (op.dst,)),
@@ -67,11 +66,9 @@ def root_buffer(value: SSAValue) -> SSAValue:
 
 def _byte_range(buffer: SSAValue) -> tuple[int, int] | None:
     op = buffer.owner
-    if not isinstance(op, tile.AllocOp) or "offset" not in op.attributes:
+    if not isinstance(op, tile.AllocOp) or op.offset is None:
         return None
-    start = op.attributes["offset"].value.data
-    typ = op.result.type
-    return start, start + typ.num_elements() * ((typ.element_type.bitwidth + 7) // 8)
+    return op.offset.value.data, op.offset.value.data + op.nbytes
 
 
 def _alias(a: SSAValue, b: SSAValue) -> bool:
@@ -157,7 +154,7 @@ def synchronize_block(block: Block) -> Summary:
 def _summarize(op: Operation) -> Summary:
     if isinstance(op, tile.BarrierOp):
         return Summary(Accesses(), Accesses(), has_barrier=True)
-    if isinstance(op, tile.ForOp):
+    if isinstance(op, tile.ForOp | tile.PersistentOp):
         return _synchronize_loop(op)
     if isinstance(op, tile.WarpSpecializeOp):
         # the producer's TMA loads are ordered by mbarriers, not barriers; the consumers' own
@@ -186,7 +183,9 @@ def _surely_runs(loop: tile.ForOp) -> bool:
     return lb is not None and ub is not None and lb[1] < ub[0]
 
 
-def _synchronize_loop(loop: tile.ForOp) -> Summary:
+def _synchronize_loop(loop: tile.ForOp | tile.PersistentOp) -> Summary:
+    """A loop's body, and a barrier at its end where its next iteration (the next tile of a
+    persistent kernel) would touch what this one's end touches."""
     body = synchronize_block(loop.body.block)
     tail = body.tail
     # The next iteration's head runs after this iteration's tail.
@@ -194,7 +193,8 @@ def _synchronize_loop(loop: tile.ForOp) -> Summary:
         _insert_barrier(loop.body.block.last_op)
         tail = Accesses()
         body.has_barrier = True
-    return Summary(body.head, tail, body.has_barrier and _surely_runs(loop))
+    surely = isinstance(loop, tile.ForOp) and _surely_runs(loop)  # a block may own no tile
+    return Summary(body.head, tail, body.has_barrier and surely)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Mark the global-memory accesses proven to stay inside their tensor.
 
 Requires: nothing (runs on the frontend's tile IR).
-Establishes: `in_bounds` (a unit attribute) on each `tile.region` of a global
+Establishes: `in_bounds` (a unit property) on each `tile.region` of a global
   tensor, and each `tile.load` / `tile.store` / indexed `tile.atomic` on one,
   whose every element lies inside the tensor's static shape.  Unmarked ones
   keep the semantics of `dialects/tile.py` (out-of-range elements are neither
@@ -27,14 +27,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tilec.dialects import tile
+from tilec.passes.analysis import value_range
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-
-from tilec.dialects import tile
-from tilec.passes.analysis import value_range
 
 Facts = dict[SSAValue, tuple[int | None, int | None]]
 """Ranges that the enclosing `scf.if` conditions impose on particular values."""
@@ -135,7 +134,7 @@ def _source_in_bounds(value: SSAValue) -> bool:
     """Whether all of the global tile `value` lies inside the tensor it views."""
     op = value.owner
     if isinstance(op, tile.RegionOp):
-        return "in_bounds" in op.attributes or _region_in_bounds(op)
+        return op.in_bounds is not None or _region_in_bounds(op)
     if isinstance(op, tile.ReshapeOp):
         return _source_in_bounds(op.source)
     return True  # a kernel argument: the whole tensor
@@ -176,16 +175,14 @@ def _access_in_bounds(op: Operation, kernel: tile.KernelOp) -> bool:
 def legalize_kernel(kernel: tile.KernelOp) -> None:
     """Marks what `kernel` accesses in bounds; program order decides a region before its uses."""
     for op in kernel.walk():
-        if "in_bounds" in op.attributes:
-            continue
         if isinstance(op, tile.RegionOp) and _global_shape(op.source) is not None:
-            proven = _region_in_bounds(op)
+            proven = op.in_bounds is not None or _region_in_bounds(op)
         elif _element_access(op) is not None:
-            proven = _access_in_bounds(op, kernel)
+            proven = op.in_bounds is not None or _access_in_bounds(op, kernel)
         else:
             continue
         if proven:
-            op.attributes["in_bounds"] = UnitAttr()
+            op.in_bounds = UnitAttr()
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ Requires: tile-legalize-bounds (regions carry `in_bounds`); runs before tile-pla
 Establishes: in every `tile.for` of kind "pipelined" with `num_stages` S >= 2, each copy from
   global memory into a shared buffer that only this loop uses (and that the loop writes only
   with that copy, before any read) becomes an async copy into stage `(i + S - 1) % S` of an
-  S-deep buffer, issued S - 1 iterations ahead; the loop reads stage `i % S`. The loop
-  becomes "serial" with `pipelined_stages = S`.
+  S-deep buffer (`tile.copy {async}`), issued S - 1 iterations ahead; the loop reads stage
+  `i % S`. The loop becomes "serial" with `pipelined_stages = S`.
 Fails: never; a loop without such copies, or one that writes global memory (a prefetch
   could read a tensor before the writes of the iterations in between), stays as it is.
 
@@ -41,20 +41,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import (
-    IntegerAttr,
-    ModuleOp,
-    StringAttr,
-    UnitAttr,
-    i64,
-)
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from tilec.dialects import tile
 
 from .analysis import constant_value
 from .loop_stages import (
@@ -77,8 +70,7 @@ def _issue(copies: list[StagedCopy], buffers: dict, body: Block, iv: SSAValue, k
     for c in copies:
         src = clone_slice(c.op.src, body, iv, k, b, done)
         view = b.add(tile.StageOp(buffers[c.alloc], stage))
-        b.ops.append(tile.CopyOp(src, view))
-        b.ops[-1].attributes["async"] = UnitAttr()
+        b.ops.append(tile.CopyOp(src, view, is_async=True))
     b.ops.append(scf.YieldOp())
     return scf.IfOp(guard, [], Region(Block(b.ops)))
 
@@ -106,7 +98,8 @@ def _pipeline(loop: tile.ForOp, stages: int, limit: int) -> bool:
             continue
         typ = c.alloc.result.type
         new = tile.AllocOp(tile.BufferType((stages, *typ.shape), typ.element_type, "shared"))
-        new.attributes |= dict(c.alloc.attributes)
+        new.properties |= c.alloc.properties  # its shared layout (swizzle, chunk)
+        new.attributes |= c.alloc.attributes
         new.result.name_hint = c.alloc.result.name_hint
         Rewriter.insert_op(new, InsertPoint.before(c.alloc))
         buffers[c.alloc] = new.result
@@ -161,8 +154,8 @@ def _pipeline(loop: tile.ForOp, stages: int, limit: int) -> bool:
     # nothing in flight after the loop, and every thread done reading its stages before anything
     # after it (or the next prologue, when an outer loop runs this one again) writes them
     Rewriter.insert_op([tile.AsyncWaitOp(0), tile.BarrierOp()], InsertPoint.after(loop))
-    loop.properties["kind"] = StringAttr("serial")
-    loop.attributes["pipelined_stages"] = IntegerAttr(stages, i64)
+    loop.kind = tile.LoopKindAttr(tile.LoopKind.SERIAL)
+    loop.pipelined_stages = IntegerAttr(stages, i64)
     return True
 
 
@@ -174,7 +167,7 @@ class TilePipelinePass(ModulePass):
     """Bytes of shared memory a block may use: fewer stages where `num_stages` would not fit."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == "pipelined"]
+        loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == tile.LoopKind.PIPELINED]
         for loop in loops:
             stages = loop.num_stages.value.data if loop.num_stages is not None else 0
             if stages >= 2:

@@ -2,10 +2,10 @@
 
 Requires: static shapes on shared buffers (the verifier guarantees them);
   runs after any pass that changes shared buffers (multi-buffering).
-Establishes: each shared `tile.alloc` has `offset = <bytes> : i64`, a multiple
-  of 128 (of 8x the swizzle width, i.e. 1024 for `#tile.swizzle<128>`, when a
-  `tile.annotate_layout` swizzles it); buffers whose live ranges overlap get
-  disjoint bytes; each `tile.kernel` has `smem_bytes = <total> : i64`.
+Establishes: each shared `tile.alloc` has its `offset` property (bytes), a multiple
+  of its `alignment` (128, or 8x the swizzle width when swizzled: 1024 for 128 bytes);
+  buffers whose live ranges overlap get disjoint bytes; each `tile.kernel` has
+  `smem_bytes` (the total, above every buffer).
   Sizes are the buffers' types as they are now (multi-buffered stages must be
   in the types already); each `tile.alloc_barrier` gets its `offset` too (8 bytes per mbarrier,
   alive for the whole kernel).
@@ -14,8 +14,8 @@ Fails: TilecError at the kernel when the total exceeds `limit` bytes (the limit
 
 A live range is the program-order interval from a buffer's first use to its
 last, counting uses through `tile.region` / `tile.reshape` / `tile.stage` views (not
-`tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` that does
-not hold the alloc covers the whole loop.  Placement is first-fit, largest
+`tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` / `tile.persistent` that
+does not hold the alloc covers the whole loop.  Placement is first-fit, largest
 buffer first.
 
     %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
@@ -30,18 +30,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from tilec.dialects import tile
 from tilec.errors import error_at
-
-from .analysis import shared_swizzle
-
-BASE_ALIGN = 128
-"""Bytes: wide enough for 128-bit vector accesses and cp.async / TMA without swizzle."""
 
 
 @dataclass
@@ -63,11 +58,6 @@ class _Buffer:
         shape = "x".join(map(str, typ.shape))
         name = self.alloc.result.name_hint or "<unnamed>"
         return f"{name}: {shape}x{typ.element_type} ({self.nbytes} bytes)"
-
-
-def element_bytes(element_type) -> int:
-    """Bytes one element of `element_type` takes in memory (sub-byte types round up)."""
-    return (element_type.bitwidth + 7) // 8
 
 
 def _views(value: SSAValue):
@@ -93,14 +83,10 @@ def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int
     where = user
     parent = user.parent_op()
     while parent is not None and not parent.is_ancestor(alloc):
-        if isinstance(parent, tile.ForOp | tile.ParallelOp):
+        if isinstance(parent, tile.ForOp | tile.ParallelOp | tile.PersistentOp):
             where = parent
         parent = parent.parent_op()
     return _span(where, order)
-
-
-def _alignment(alloc: tile.AllocOp) -> int:
-    return max(BASE_ALIGN, 8 * shared_swizzle(alloc))
 
 
 def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
@@ -117,11 +103,8 @@ def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
                 use.operation, tile.RegionOp | tile.ReshapeOp | tile.StageOp | tile.AnnotateLayoutOp
             )
         ] or [(order[op], order[op])]
-        nbytes = op.result.type.num_elements() * element_bytes(
-            op.result.type.element_type
-        )
         start, end = min(i[0] for i in intervals), max(i[1] for i in intervals)
-        buffers.append(_Buffer(op, nbytes, _alignment(op), start, end))
+        buffers.append(_Buffer(op, op.nbytes, op.alignment, start, end))
     for op in kernel.walk():  # mbarriers: 8 bytes each, alive for the whole kernel
         if isinstance(op, tile.AllocBarrierOp):
             buffers.append(_Buffer(op, 8 * op.result.type.count, 8, 0, len(order)))
@@ -189,8 +172,5 @@ class TilePlanSharedMemoryPass(ModulePass):
                 "stages, or keep some buffers in fragments",
             )
         for buf in buffers:
-            if isinstance(buf.alloc, tile.AllocBarrierOp):
-                buf.alloc.properties["offset"] = IntegerAttr(buf.offset, i64)
-            else:
-                buf.alloc.attributes["offset"] = IntegerAttr(buf.offset, i64)
-        kernel.attributes["smem_bytes"] = IntegerAttr(total, i64)
+            buf.alloc.offset = IntegerAttr(buf.offset, i64)
+        kernel.smem_bytes = IntegerAttr(total, i64)

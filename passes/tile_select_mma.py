@@ -3,13 +3,14 @@
 Requires: nothing (runs before tile-infer-layout).
 Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, with M % 16,
   N % 8 and K % 16 zero and a warp grid that divides its tile, carries `mma = "m16n8k16"`
-  (mma.sync, sm_80 and later); tile-infer-layout then gives its accumulator the fragment
+  (mma.sync, sm_80 and later), the `mma` property of the op; tile-infer-layout then gives its accumulator the fragment
   layout of that instruction and convert-tile-to-thread issues it.  Its shared operands
   that `T.annotate_layout` does not lay out get `swizzle = <bytes>`: the XOR swizzle of
   their row width, at most 128 bytes (none below 32), which every access then applies.
-  With `wgmma` (sm_90a) a gemm whose operands wgmma can read from shared memory gets
-  `mma = "wgmma"` instead, and its operand allocations the swizzle (and column chunk) of
-  the PTX canonical layouts (`wgmma_operands`). Other gemms keep the SIMT path.
+  With `wgmma` (sm_90a) a gemm whose operands wgmma can read (B from shared memory, A from
+  shared memory or from a fragment: the RS form) gets `mma = "wgmma"` instead, and its shared
+  operand allocations the swizzle (and column chunk) of the PTX canonical layouts
+  (`wgmma_operands`). Other gemms keep the SIMT path.
 Fails: never; a gemm the instruction cannot run is left as it is.
 
     tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
@@ -21,13 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilec.dialects import tile
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
-from tilec.dialects import tile
-
-from .layouts import mma_accumulator_layout, wgmma_accumulator_layout
+from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
 
 
 def _kernel_of(op) -> tile.KernelOp | None:
@@ -56,13 +56,24 @@ def _plain_shared(value) -> tile.AllocOp | None:
     return alloc
 
 
-def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
-    """How wgmma m64nNk16 (SS) reads this gemm's operands: per allocation, the swizzle (and the
-    column chunk of an N-major B wider than 64) its shared layout needs; None when it cannot.
+def _plain_fragment(value) -> tile.AllocOp | None:
+    """The fragment allocation `value` is, when it is one (not a region of one)."""
+    alloc = value.owner
+    if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "fragment":
+        return None
+    return alloc
 
-    A must be K-major ([M, K], rows of 32, 64 or 128 bytes); B K-major ([N, K] with
-    transpose_B, the same rows) or N-major ([K, N]: rows of 32 or 64 bytes, or N a multiple of
-    64 stored as 64-column chunks with the 128-byte swizzle). The accumulator is an f32
+
+def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
+    """How wgmma m64nNk16 reads this gemm's operands: per shared allocation, the swizzle (and the
+    column chunk of rows wider than 128 bytes) its layout needs; None when it cannot.
+
+    A is a K-major shared tile ([M, K], the SS form) or a fragment (the RS form: tile-infer-layout
+    gives it `wgmma_register_a_layout`, which an accumulator converted to 16 bits already has);
+    B is K-major ([N, K] with transpose_B) or N-major ([K, N]), always shared. A row
+    of 32, 64 or 128 bytes takes the swizzle of its width; a wider one (a multiple of 64
+    halves: K of 128 or 256 in attention's Q K^T, N up to 256) is stored as 64-column chunks
+    with the 128-byte swizzle, one after the other (`_row_layout`). The accumulator is an f32
     fragment of 64-row blocks per warpgroup (`passes/layouts.py: wgmma_accumulator_layout`).
     """
     if not mma_fits(op, threads) or op.trans_a:
@@ -70,21 +81,30 @@ def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
     m, n, k = op.mnk()
     if wgmma_accumulator_layout(m, n, threads) is None:
         return None
-    a, b = _plain_shared(op.a), _plain_shared(op.b)
+    b = _plain_shared(op.b)
+    if op.a.type.scope == "fragment":  # RS: A from registers
+        if _plain_fragment(op.a) is None or wgmma_register_a_layout(m, k, threads) is None or b is None:
+            return None
+        rows = {b: _row_layout(k if op.trans_b else n)}
+        return None if None in rows.values() else rows
+    a = _plain_shared(op.a)
     if a is None or b is None or a is b:
         return None
-    if k * 2 not in (32, 64, 128):
+    rows = {a: _row_layout(k), b: _row_layout(k if op.trans_b else n)}
+    if any(r is None for r in rows.values()):
         return None
-    plan = {a: {"swizzle": k * 2}}
-    if op.trans_b:
-        plan[b] = {"swizzle": k * 2}
-    elif n * 2 in (32, 64, 128):
-        plan[b] = {"swizzle": n * 2}
-    elif n % 64 == 0:
-        plan[b] = {"swizzle": 128, "chunk": 64}
-    else:
-        return None
-    return plan
+    return rows
+
+
+def _row_layout(columns: int) -> dict | None:
+    """The shared layout of a wgmma operand whose rows hold `columns` 16-bit values: the swizzle of
+    the row's width (32, 64 or 128 bytes), or 64-column chunks with the 128-byte swizzle for rows
+    wider than 128 bytes (each chunk then is a canonical 128-byte-row tile); None otherwise."""
+    if columns * 2 in (32, 64, 128):
+        return {"swizzle": columns * 2}
+    if columns % 64 == 0:
+        return {"swizzle": 128, "chunk": 64}
+    return None
 
 
 @dataclass(frozen=True)
@@ -110,12 +130,12 @@ class TileSelectMmaPass(ModulePass):
                 continue
             plan = wgmma_operands(gemm, kernel.num_threads) if self.wgmma and self.arch == "sm_90a" else None
             if plan is not None:
-                gemm.attributes["mma"] = StringAttr("wgmma")
-                for alloc, attrs in plan.items():
-                    for key, value in attrs.items():
-                        alloc.attributes[key] = IntegerAttr(value, i64)
+                gemm.mma = tile.MmaKindAttr(tile.MmaKind.WGMMA)
+                for alloc, facts in plan.items():
+                    for key, value in facts.items():  # the alloc's `swizzle` / `chunk` properties
+                        setattr(alloc, key, IntegerAttr(value, i64))
             elif mma_fits(gemm, kernel.num_threads):
-                gemm.attributes["mma"] = StringAttr("m16n8k16")
+                gemm.mma = tile.MmaKindAttr(tile.MmaKind.M16N8K16)
                 for operand in (gemm.a, gemm.b):
                     _swizzle_operand(operand)
 
@@ -124,10 +144,10 @@ def _swizzle_operand(value) -> None:
     """A shared operand without a layout of its own gets the XOR swizzle of its row width (up to
     128 bytes), so that the 8 rows each ldmatrix reads fall into 8 different bank groups."""
     alloc = _plain_shared(value)
-    if alloc is None or "swizzle" in alloc.attributes:
+    if alloc is None or alloc.swizzle is not None:
         return
     typ = alloc.result.type
-    row = typ.shape[-1] * ((typ.element_type.bitwidth + 7) // 8)
+    row = typ.shape[-1] * tile.element_bytes(typ.element_type)
     if row < 32 or row & (row - 1) and row % 128:
         return
-    alloc.attributes["swizzle"] = IntegerAttr(min(row, 128), i64)
+    alloc.swizzle = IntegerAttr(min(row, 128), i64)

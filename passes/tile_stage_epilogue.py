@@ -1,7 +1,7 @@
 """Store a warp-specialized gemm's result through shared memory: coalesced 16-byte stores.
 
 Requires: tile-warp-specialize; runs before tile-infer-layout and tile-plan-shared-memory.
-Establishes: in the consumer region of a `tile.warp_specialize`, a top-level `tile.copy` of a
+Establishes: in the consumer region of a `tile.warp_specialize` (or its `tile.persistent` loop), a top-level `tile.copy` of a
   wgmma accumulator fragment into a global region becomes a copy into a new shared tile of the
   destination's element type (128-byte swizzle: the fragment's rows land in different banks)
   and a copy of that tile into the region. The fragment's layout gives each thread pairs of a
@@ -12,7 +12,7 @@ Fails: never; a copy whose tile would not fit the target's shared memory stays d
 
     tile.copy %C_f, %c : !tile.buffer<128x256xf32, fragment>, !tile.tensor<128x256xf16>
   becomes
-    %C_s = tile.alloc {swizzle = 128} : !tile.buffer<128x256xf16, shared>
+    %C_s = tile.alloc {swizzle = 128 : i64} : !tile.buffer<128x256xf16, shared>
     tile.copy %C_f, %C_s
     tile.copy %C_s, %c
 """
@@ -22,12 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tilec.dialects import tile
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-
-from tilec.dialects import tile
 
 __all__ = ["TileStageEpiloguePass"]
 
@@ -35,8 +34,7 @@ _BYTES = {"f16": 2, "bf16": 2, "f32": 4}
 
 
 def _accumulators(region_block) -> set:
-    return {op.c for op in region_block.walk() if isinstance(op, tile.GemmOp)
-            and op.attributes.get("mma") == StringAttr("wgmma")}
+    return {op.c for op in region_block.walk() if isinstance(op, tile.GemmOp) and op.mma_kind == tile.MmaKind.WGMMA}
 
 
 def _stage(copy: tile.CopyOp, limit: int) -> None:
@@ -50,7 +48,7 @@ def _stage(copy: tile.CopyOp, limit: int) -> None:
     alloc = tile.AllocOp(tile.BufferType(dst.shape, dst.element_type, "shared"))
     alloc.result.name_hint = f"{copy.src.name_hint or 'acc'}_out"
     if row_bytes % 128 == 0:
-        alloc.attributes["swizzle"] = IntegerAttr(128, i64)
+        alloc.swizzle = IntegerAttr(128, i64)
     alloc.location = copy.location
     into = tile.CopyOp(copy.src, alloc.result)
     out = tile.CopyOp(alloc.result, copy.dst)
@@ -75,6 +73,9 @@ class TileStageEpiloguePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for ws in [w for w in op.walk() if isinstance(w, tile.WarpSpecializeOp)]:
             block = ws.consumer.block
+            tiles = next((t for t in block.ops if isinstance(t, tile.PersistentOp)), None)
+            if tiles is not None:  # a persistent kernel: the consumers' work for each tile
+                block = tiles.body.block
             accs = _accumulators(block)
             for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
                 if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):

@@ -1,7 +1,7 @@
 """Warp-specialize a `T.Pipelined` wgmma loop: a producer warpgroup streams its tiles in with TMA.
 
-Requires: tile-legalize-bounds; tile-select-mma (the loop's gemms carry `mma = "wgmma"` and
-  their shared operands the swizzle / chunk the TMA boxes take); runs instead of tile-pipeline
+Requires: tile-legalize-bounds; tile-select-mma (the loop's gemms have `mma = "wgmma"` and
+  their shared operands the `swizzle` / `chunk` the TMA boxes take); runs instead of tile-pipeline
   for the loop it transforms (tile-pipeline leaves "serial" loops alone) and before
   tile-infer-layout, tile-plan-shared-memory and tile-insert-barriers.
 Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipelined" with
@@ -9,16 +9,22 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   loop_stages) TMA can read, every op of the body but the allocations moves into the consumer
   region of a `tile.warp_specialize` (the kernel's own threads), and the copies become
   `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits for a free
-  stage (`empty`) and announces its bytes (`full`). Each consumer iteration waits for its stage,
-  runs the gemms asynchronously (`in_flight = 1`: one group stays in flight across iterations)
-  and releases the stage of the iteration before; after the loop, `tile.gemm_wait`.
+  stage (`empty`) and announces its bytes (`full`). A shared tile the loop's gemms read that a
+  copy fills once before the loop (attention's Q) is loaded by the producer before its loop, on
+  its own barrier (`loaded`), which the consumers wait for where the copy was. Each consumer
+  iteration waits for its stage; a loop whose one gemm is all that touches its accumulator runs
+  it asynchronously (`in_flight = 1`: one group stays in flight across iterations), releases
+  the stage of the iteration before and waits after the loop (`tile.gemm_wait`); a loop with
+  more gemms or other uses of their results (attention: Q K^T, the softmax, P V) waits for each
+  gemm (`in_flight = 0`) and releases its own stage at the end of the iteration.
+  The loop becomes "serial" with `warp_specialized_stages = S`.
 Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline, with the
-  reason in the loop's `warp_specialize` attribute when a loop was a candidate.
+  reason in the loop's `not_warp_specialized` property when a loop was a candidate.
 
     tile.for %k ... { tile.copy %a(k), %A_s ; tile.copy %b(k), %B_s ; tile.gemm %A_s, %B_s, %C }
   becomes
     %full = tile.alloc_barrier {arrive_count = 1} : !tile.mbarrier<S>
-    %empty = tile.alloc_barrier {arrive_count = <consumer threads>} : !tile.mbarrier<S>
+    %empty = tile.alloc_barrier {arrive_count = <consumer warps>} : !tile.mbarrier<S>
     tile.warp_specialize producer {
       tile.for %k { wait %empty[s], ph ^ 1 ; expect_tx %full[s] ; tma_load %a(k), stage s, %full[s] ; ... }
     } consumer {
@@ -32,6 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
@@ -39,15 +46,15 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilec.dialects import tile
-
 from .analysis import constant_value, value_range
-from .loop_stages import Builder, StagedCopy, clone_slice, fitting_stages, pure, staged_copy, writes_global
+from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
+                          writes_global)
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
+
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4}
 
 
@@ -64,10 +71,8 @@ def tma_box(alloc: tile.AllocOp) -> tuple[int, int] | None:
     if typ.rank != 2 or not esize:
         return None
     rows, cols = typ.shape
-    chunk = alloc.attributes.get("chunk")
-    width = chunk.value.data if chunk is not None and cols > chunk.value.data else cols
-    swizzle = alloc.attributes.get("swizzle")
-    span = swizzle.value.data if swizzle is not None else 0
+    width = alloc.chunk_columns or cols
+    span = alloc.swizzle_bytes
     inner = width * esize
     if rows > 256 or width > 256 or inner % 16 or (span and inner > span) or (not span and inner > 128):
         return None
@@ -75,19 +80,26 @@ def tma_box(alloc: tile.AllocOp) -> tuple[int, int] | None:
 
 
 def _static_tma_source(copy: tile.CopyOp) -> str | None:
-    """Why TMA cannot read this copy's source (None: it can): a 2-D region of a tensor whose row
-    stride is a static multiple of 16 bytes."""
+    """Why TMA cannot read this copy's source (None: it can): a region of a tensor of rank 2 to 5
+    that is the 2-D tile once unit dims are dropped, its innermost dim the tile's columns, the
+    tensor's strides (all dims but the outermost static) multiples of 16 bytes."""
     src = copy.src.type
     root = copy.src
     while isinstance(root.owner, tile.RegionOp):
         root = root.owner.source
     shape = root.type.shape
-    if len(shape) != 2 or src.rank != 2:
-        return "a source region that is not 2-D"
-    if shape[-1] == tile.DYNAMIC:
+    tile_shape = copy.dst.type.shape
+    if not 2 <= len(shape) <= 5 or src.rank != len(shape) or len(tile_shape) != 2 or \
+            tuple(n for n in src.shape if n != 1) != tuple(n for n in tile_shape if n != 1) or \
+            src.shape[-1] != tile_shape[-1]:
+        return "a source region that is not the tile's rows and columns in a tensor of 2 to 5 dims"
+    if tile.DYNAMIC in shape[1:]:
         return "a run-time row stride"
-    if shape[-1] * _element_bytes(src.element_type) % 16:
-        return f"rows of {shape[-1] * _element_bytes(src.element_type)} bytes (TMA needs multiples of 16)"
+    stride = 1
+    for n in reversed(shape[1:]):
+        stride *= n
+        if stride * _element_bytes(src.element_type) % 16:
+            return f"a stride of {stride * _element_bytes(src.element_type)} bytes (TMA needs multiples of 16)"
     return None
 
 
@@ -96,18 +108,19 @@ class _Plan:
     loop: tile.ForOp
     copies: list[StagedCopy]
     stages: int
+    preloads: list[tile.CopyOp]  # copies before the loop into tiles its gemms read: TMA, once
 
 
 def _top_loops(kernel: tile.KernelOp) -> list[tile.ForOp]:
-    return [op for op in kernel.body.block.ops if isinstance(op, tile.ForOp) and op.kind.data == "pipelined"]
+    return [op for op in kernel.body.block.ops if isinstance(op, tile.ForOp) and op.kind.data == tile.LoopKind.PIPELINED]
 
 
 def _decline(loop: tile.ForOp | None, why: str) -> None:
     if loop is not None:
-        loop.attributes["warp_specialize"] = StringAttr(f"declined: {why}")
+        loop.not_warp_specialized = StringAttr(why)
 
 
-def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
+def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False) -> _Plan | None:
     loops = _top_loops(kernel)
     loop = loops[0] if len(loops) == 1 else None
     if loop is None:
@@ -116,7 +129,7 @@ def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
     if y != 1 or z != 1 or x % 128:
         _decline(loop, "the block is not a whole number of warpgroups in one dimension")
         return None
-    if any(isinstance(op, tile.ForOp) and op.kind.data == "pipelined" for op in loop.walk() if op is not loop):
+    if any(isinstance(op, tile.ForOp) and op.kind.data == tile.LoopKind.PIPELINED for op in loop.walk() if op is not loop):
         _decline(loop, "a pipelined loop inside it")
         return None
     if any(isinstance(op, tile.WarpSpecializeOp | tile.TmaLoadOp | tile.AllocBarrierOp) for op in kernel.walk()):
@@ -126,7 +139,7 @@ def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
         _decline(loop, "the loop writes global memory")
         return None
     gemms = [op for op in loop.walk() if isinstance(op, tile.GemmOp)]
-    if not gemms or any(g.attributes.get("mma") != StringAttr("wgmma") for g in gemms):
+    if not gemms or any(g.mma_kind != tile.MmaKind.WGMMA for g in gemms):
         _decline(loop, "not every gemm of the loop is a wgmma")
         return None
     copies = [c for op in loop.body.block.ops if isinstance(op, tile.CopyOp) if (c := staged_copy(op, loop))]
@@ -139,18 +152,26 @@ def _plan(kernel: tile.KernelOp, limit: int) -> _Plan | None:
             _decline(loop, f"TMA cannot take {c.op.src.name_hint or 'a copy'}: {why}")
             return None
     staged = {c.alloc.result for c in copies}
+    preloads: list[tile.CopyOp] = []
     for g in gemms:  # the wgmmas run on while the next iteration starts: only TMA may fill what they read
         for operand in (g.a, g.b):
-            if operand.type.scope == "shared" and _root(operand) not in staged:
+            if operand.type.scope != "shared" or _root(operand) in staged:
+                continue
+            copy = preloaded_copy(_root(operand), loop)
+            if copy is None or _static_tma_source(copy) is not None or tma_box(copy.dst.owner) is None:
                 _decline(loop, "a gemm operand is written by the block's threads inside the loop, where the "
                                "asynchronous wgmma of the iteration before may still read it")
                 return None
+            if copy not in preloads:
+                preloads.append(copy)
     stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
+    if persistent and not preloads and persistent_fits(kernel, loop):  # the epilogue's tiles get bytes of their own
+        limit -= _epilogue_bytes(kernel, loop)
     stages = fitting_stages(kernel, copies, stages, limit)
     if stages is None:
         _decline(loop, "even one stage of its tiles does not fit the shared memory")
         return None
-    return _Plan(loop, copies, stages)
+    return _Plan(loop, copies, stages, preloads)
 
 
 def _root(value: SSAValue) -> SSAValue:
@@ -159,25 +180,54 @@ def _root(value: SSAValue) -> SSAValue:
     return value
 
 
-def _stage_and_phase(b: Builder, loop: tile.ForOp, iv: SSAValue, stages: int) -> tuple[SSAValue, SSAValue, SSAValue]:
-    """(iteration number, its stage, the parity of its stage's round) inside `loop`."""
+def _stage_and_phase(b: Builder, loop: tile.ForOp, iv: SSAValue, stages: int,
+                     base: SSAValue | None = None) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """(iteration number, its stage, the parity of its stage's round) inside `loop`; `base`: the
+    ring positions used before the loop started (the earlier tiles of a persistent kernel)."""
     i = iv
     if constant_value(loop.lb) != 0:
         i = b.binary(arith.SubiOp, i, loop.lb)
     if constant_value(loop.step) != 1:
         i = b.binary(arith.DivUIOp, i, loop.step)
-    stage = b.binary(arith.RemUIOp, i, stages)
-    phase = b.binary(arith.RemUIOp, b.binary(arith.DivUIOp, i, stages), 2)
+    position = b.binary(arith.AddiOp, i, base) if base is not None else i
+    stage = b.binary(arith.RemUIOp, position, stages)
+    phase = b.binary(arith.RemUIOp, b.binary(arith.DivUIOp, position, stages), 2)
     return i, stage, phase
 
 
-def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Block:
+def _preamble(plan: _Plan, body: Block, loaded: SSAValue) -> list[Operation]:
+    """The producer's loads before its loop: each preloaded tile by TMA, all on `loaded`."""
+    b, done = Builder(), {}
+    nbytes = sum(math.prod(c.dst.type.shape) * _element_bytes(c.dst.type.element_type) for c in plan.preloads)
+    b.ops.append(tile.MBarrierExpectTxOp(loaded, nbytes))
+    for copy in plan.preloads:
+        load = tile.TmaLoadOp(clone_slice(copy.src, body, None, None, b, done), copy.dst, loaded)
+        load.location = copy.location
+        b.ops.append(load)
+    return b.ops
+
+
+def _await_preloads(plan: _Plan, loaded: SSAValue) -> None:
+    """In the consumers, the first preloaded copy becomes the wait for all of them; the rest go."""
+    first = plan.preloads[0]
+    zero = arith.ConstantOp(IntegerAttr(0, INDEX))
+    wait = tile.MBarrierWaitParityOp(loaded, zero.result)
+    wait.location = first.location
+    Rewriter.insert_op([zero, wait], InsertPoint.before(first))
+    for copy in plan.preloads:
+        source = copy.src.owner
+        Rewriter.erase_op(copy)
+        if isinstance(source, tile.RegionOp) and not source.result.uses:  # its address: the producer's now
+            Rewriter.erase_op(source)
+
+
+def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, base: SSAValue | None) -> tile.ForOp:
     loop, stages = plan.loop, plan.stages
     body = loop.body.block
     new_body = Block(arg_types=[loop.induction_var.type])
     iv = new_body.args[0]
     b = Builder()
-    _, stage, phase = _stage_and_phase(b, loop, iv, stages)
+    _, stage, phase = _stage_and_phase(b, loop, iv, stages, base)
     free = b.binary(arith.XOrIOp, phase, 1)
     b.ops.append(tile.MBarrierWaitParityOp(empty, free, stage))
     nbytes = sum(math.prod(c.alloc.result.type.shape) * _element_bytes(c.alloc.result.type.element_type)
@@ -193,17 +243,28 @@ def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Bl
     b.ops.append(tile.YieldOp())
     new_body.add_ops(b.ops)
     producer_loop = tile.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(new_body)],
-                                      properties={"kind": StringAttr("serial")})  # a bare loop: no terminator added
+                                      properties={"kind": tile.LoopKindAttr(tile.LoopKind.SERIAL)})  # no terminator added
     producer_loop.location = loop.location
-    return Block([producer_loop])
+    return producer_loop
 
 
-def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> None:
-    """The loop in place for the consumers: wait, read stage views, release the previous stage."""
+def _arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue) -> None:
+    """Lane 0 of each consumer warp arrives on `empty[stage]`: `wgmma.wait_group` is warp-aligned,
+    so when lane 0 is past it its whole warp is done reading the stage (8 arrivals for 256
+    consumer threads instead of 256 shared-memory atomics)."""
+    lane = b.binary(arith.RemUIOp, b.add(tile.ThreadIdOp()), 32)
+    first = b.add(arith.CmpiOp(lane, b.index(0), "eq"))
+    b.ops.append(scf.IfOp(first, [], Region(Block([tile.MBarrierArriveOp(empty, stage), scf.YieldOp()]))))
+
+
+def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: tuple | None) -> None:
+    """The loop in place for the consumers: wait, read stage views, release the previous stage.
+    `ring` (persistent kernels): the ring positions before the loop and the loop's trip count;
+    the stage of the loop's last iteration is released after the final wait, for the next tile."""
     loop, stages = plan.loop, plan.stages
     body = loop.body.block
     head = Builder()
-    i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages)
+    i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages, ring[0] if ring else None)
     head.ops.append(tile.MBarrierWaitParityOp(full, phase, stage))
     views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
     Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
@@ -220,23 +281,46 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue) -> Non
         if pure(op) and all(not r.uses for r in op.results):
             Rewriter.erase_op(op)
     gemms = [op for op in body.walk() if isinstance(op, tile.GemmOp)]
-    for g in gemms:
-        g.attributes["in_flight"] = IntegerAttr(1, i64)
-    # the previous iteration's gemms are done once this one's are issued (one group in flight)
+    overlap = len(gemms) == 1 and stages > 1 and _gemm_alone(gemms[0], body)
+    for g in gemms:  # one group in flight across iterations, or each gemm waited for (attention's S is read next)
+        g.in_flight = IntegerAttr(1 if overlap else 0, i64)
     tail = Builder()
-    started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
-    release = Builder()
-    previous = release.binary(arith.RemUIOp, release.binary(arith.AddiOp, stage, stages - 1), stages)
-    release.ops.append(tile.MBarrierArriveOp(empty, previous))
-    release.ops.append(scf.YieldOp())
-    tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
+    if overlap:  # the previous iteration's gemms are done once this one's are issued (one group in flight)
+        started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
+        release = Builder()
+        previous = release.binary(arith.RemUIOp, release.binary(arith.AddiOp, stage, stages - 1), stages)
+        _arrive_per_warp(release, empty, previous)
+        release.ops.append(scf.YieldOp())
+        tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
+    else:  # every gemm of this iteration has been waited for: its stage is free
+        _arrive_per_warp(tail, empty, stage)
     Rewriter.insert_op(tail.ops, InsertPoint.before(body.last_op))
     for c in dict.fromkeys(g.c for g in gemms):
         _drop_zero_fill(loop, c, [g for g in gemms if g.c is c])
-    waits = [tile.GemmWaitOp(c, 0) for c in dict.fromkeys(g.c for g in gemms)]
-    Rewriter.insert_op(waits, InsertPoint.after(loop))
-    loop.properties["kind"] = StringAttr("serial")
-    loop.attributes["warp_specialized_stages"] = IntegerAttr(stages, i64)
+    if not overlap:
+        _mark(loop, stages)
+        return
+    after = Builder()
+    after.ops.append(tile.GemmWaitOp(gemms[0].c, 0))  # the last iteration's group is still running
+    if ring is not None:  # all of this tile's wgmmas are done: its last stage is free
+        base, trips = ring
+        last = after.binary(arith.SubiOp, after.binary(arith.AddiOp, base, trips), 1)
+        _arrive_per_warp(after, empty, after.binary(arith.RemUIOp, last, stages))
+    Rewriter.insert_op(after.ops, InsertPoint.after(loop))
+    _mark(loop, stages)
+
+
+def _mark(loop: tile.ForOp, stages: int) -> None:
+    loop.kind = tile.LoopKindAttr(tile.LoopKind.SERIAL)
+    loop.warp_specialized_stages = IntegerAttr(stages, i64)
+
+
+def _gemm_alone(gemm: tile.GemmOp, body: Block) -> bool:
+    """Whether nothing in the loop but the gemm touches its accumulator (and its A is shared): then
+    its wgmmas may still run while the next iteration starts, up to that iteration's gemm."""
+    if gemm.a.type.scope != "shared":
+        return False
+    return all(op is gemm for op in body.walk() if any(v is gemm.c for v in op.operands))
 
 
 _KERNEL_LEVEL = (tile.AllocOp, tile.YieldOp, tile.UseSwizzleOp, tile.AnnotateLayoutOp)
@@ -258,12 +342,18 @@ def _runs_once_at_least(loop: tile.ForOp) -> bool:
     return lb is not None and ub is not None and lb[1] < ub[0]
 
 
+def _touches(op: Operation, value: SSAValue) -> bool:
+    return any(v is value for inner in op.walk() for v in inner.operands)
+
+
 def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> None:
-    """`tile.fill c, 0.0` right before the loop, whose one gemm into c is the first op of the loop
+    """`tile.fill c, 0.0` before the loop (only ops that leave c alone between), whose one gemm into c is the first op of the loop
     to touch c: the fill goes, and that gemm starts from D = A·B in the first iteration
     (`zero_on_entry`). Zeros that ptxas would move into the accumulator registers between the
     wgmmas would make it insert a warpgroup.arrive (C7519) in every iteration."""
     prev = loop.prev_op
+    while prev is not None and not isinstance(prev, tile.FillOp) and not _touches(prev, c):
+        prev = prev.prev_op  # ops between the fill and the loop that leave c alone (a bias copy)
     if len(gemms) != 1 or not isinstance(prev, tile.FillOp) or prev.dst is not c or not _runs_once_at_least(loop):
         return
     value = prev.value.owner
@@ -275,10 +365,94 @@ def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> 
     if first_use is not gemm or gemm.parent_op() is not loop or gemm.clear_accum.value.data:
         return
     Rewriter.erase_op(prev)
-    gemm.attributes["zero_on_entry"] = UnitAttr()
+    gemm.zero_on_entry = UnitAttr()
 
 
-def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
+def _depends_on(value: SSAValue, args: set, body: Block) -> bool:
+    """Whether `value`, computed at the kernel's top level (`body`), depends on one of `args`."""
+    if value in args:
+        return True
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not body:
+        return False
+    return any(_depends_on(v, args, body) for v in op.operands)
+
+
+def _epilogue_bytes(kernel: tile.KernelOp, loop: tile.ForOp) -> int:
+    """The shared tiles tile-stage-epilogue will add for the results the loop's gemms store."""
+    accs = {g.c for g in loop.walk() if isinstance(g, tile.GemmOp)}
+    return sum(math.prod(op.dst.type.shape) * _element_bytes(op.dst.type.element_type)
+               for op in kernel.body.block.ops
+               if isinstance(op, tile.CopyOp) and op.src in accs and isinstance(op.dst.type, tile.TensorType))
+
+
+def persistent_fits(kernel: tile.KernelOp, loop: tile.ForOp) -> bool:
+    """Whether the kernel can run persistently: every tile runs the loop's iterations from the same
+    bounds (they do not depend on the block indices) and at least once, so that the ring of stages
+    continues from tile to tile at `tiles before * trips`."""
+    args, body = set(kernel.body.block.args), kernel.body.block
+    return _runs_once_at_least(loop) and not any(_depends_on(v, args, body) for v in (loop.lb, loop.ub, loop.step))
+
+
+def _trips(b: Builder, loop: tile.ForOp) -> SSAValue:
+    span = b.binary(arith.SubiOp, loop.ub, loop.lb)
+    if constant_value(loop.step) == 1:
+        return span
+    return b.binary(arith.DivUIOp, b.binary(arith.AddiOp, b.binary(arith.SubiOp, span, 1), loop.step), loop.step)
+
+
+def _tile_loop(kernel: tile.KernelOp, loop: tile.ForOp) -> tuple[tile.PersistentOp, Builder, tuple]:
+    """A `tile.persistent` over the kernel's grid, and the start of its body: the ring positions of
+    the tiles before and the loop's trip count."""
+    shell = tile.PersistentOp(list(kernel.grid))
+    shell.location = loop.location
+    b = Builder()
+    trips = _trips(b, loop)
+    base = b.binary(arith.MuliOp, shell.tiles_before, trips)
+    return shell, b, (base, trips)
+
+
+def _fill_tile_loop(kernel: tile.KernelOp, shell: tile.PersistentOp, head: Builder, ops: list[Operation]) -> None:
+    """`head` and `ops` become the body of `shell`; the kernel-level values they use that depend on
+    the block indices are recomputed inside from the tile's indices."""
+    body = kernel.body.block
+    block = shell.body.block
+    Rewriter.insert_op([*head.ops, *ops], InsertPoint.before(block.last_op))
+    args = dict(zip(kernel.body.block.args, shell.tile_indices))
+    local: dict[SSAValue, SSAValue] = dict(args)
+    clones: list[Operation] = []
+
+    def localized(value: SSAValue) -> SSAValue:
+        if value in local:
+            return local[value]
+        op = value.owner
+        mapper = {v: localized(v) for v in op.operands if _depends_on(v, set(args), body)}
+        clone = op.clone(value_mapper=mapper)
+        clones.append(clone)
+        for old, new in zip(op.results, clone.results):
+            local[old] = new
+        return local[value]
+
+    for op in list(block.walk()):
+        for i, v in enumerate(op.operands):
+            if _depends_on(v, set(args), body):
+                op.operands[i] = localized(v)
+    if clones:
+        Rewriter.insert_op(clones, InsertPoint.at_start(block))
+
+
+def _drop_unused_block_math(kernel: tile.KernelOp) -> None:
+    body = kernel.body.block
+    args = set(body.args)
+    for op in reversed(list(body.ops)):
+        if pure(op) and all(not r.uses for r in op.results) and any(_depends_on(v, args, body) for v in op.operands):
+            Rewriter.erase_op(op)
+
+
+def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False) -> None:
+    """The split of `kernel` (see the module's docstring); `persistent`: each role runs its part
+    for every tile the block owns, in a `tile.persistent` loop, so that the producer streams in
+    the next tile's stages while the consumers store this tile's result."""
     body = kernel.body.block
     buffers: dict[tile.AllocOp, SSAValue] = {}
     for c in plan.copies:
@@ -286,28 +460,55 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan) -> None:
             continue
         typ = c.alloc.result.type
         new = tile.AllocOp(tile.BufferType((plan.stages, *typ.shape), typ.element_type, "shared"))
-        new.attributes |= dict(c.alloc.attributes)
+        new.properties |= c.alloc.properties  # its shared layout (swizzle, chunk)
+        new.attributes |= c.alloc.attributes
         new.result.name_hint = c.alloc.result.name_hint
         new.location = c.alloc.location
         Rewriter.insert_op(new, InsertPoint.before(c.alloc))
         buffers[c.alloc] = new.result
     full = tile.AllocBarrierOp(1, plan.stages)
-    empty = tile.AllocBarrierOp(kernel.num_threads, plan.stages)  # every consumer thread arrives
+    empty = tile.AllocBarrierOp(kernel.num_threads // 32, plan.stages)  # lane 0 of every consumer warp arrives
     full.result.name_hint, empty.result.name_hint = "full", "empty"
+    loaded = tile.AllocBarrierOp(1, 1) if plan.preloads else None
+    barriers = [full, empty]
+    preamble = []
+    if loaded is not None:
+        loaded.result.name_hint = "loaded"
+        barriers.append(loaded)
+        preamble = _preamble(plan, body, loaded.result)  # before the sources move to the consumers
     consumer = Block()
     for op in [op for op in body.ops if not _stays(op, body)]:  # in order, into the consumer region
         op.detach()
         consumer.add_op(op)
-    producer = _producer(plan, buffers, full.result, empty.result)  # before the consumers' loop loses its copies
-    _consume(plan, buffers, full.result, empty.result)
+    if persistent:
+        p_shell, p_head, p_ring = _tile_loop(kernel, plan.loop)
+        c_shell, c_head, c_ring = _tile_loop(kernel, plan.loop)
+        # before the consumers' loop loses its copies
+        producer_loop = _producer(plan, buffers, full.result, empty.result, p_ring[0])
+        _consume(plan, buffers, full.result, empty.result, c_ring)
+        moved = list(consumer.ops)
+        for op in moved:
+            op.detach()
+        _fill_tile_loop(kernel, p_shell, p_head, [producer_loop])
+        _fill_tile_loop(kernel, c_shell, c_head, moved)
+        producer = Block([p_shell])
+        consumer.add_op(c_shell)
+    else:
+        producer = Block([*preamble, _producer(plan, buffers, full.result, empty.result, None)])
+        if loaded is not None:
+            _await_preloads(plan, loaded.result)
+        _consume(plan, buffers, full.result, empty.result, None)
     ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS, CONSUMER_REGS)
     ws.location = plan.loop.location
-    full.location = empty.location = kernel.location
-    new_ops = [full, empty, ws]
+    for bar in barriers:
+        bar.location = kernel.location
+    new_ops = [*barriers, ws]
     if isinstance(body.last_op, tile.YieldOp):
         Rewriter.insert_op(new_ops, InsertPoint.before(body.last_op))
     else:
         body.add_ops(new_ops)
+    if persistent:
+        _drop_unused_block_math(kernel)
 
 
 @dataclass(frozen=True)
@@ -319,8 +520,14 @@ class TileWarpSpecializePass(ModulePass):
     limit: int = 232448
     """Bytes of shared memory a block may use: the stages are cut to fit it."""
 
+    persistent: bool = False
+    """Make the kernels it splits persistent (pass config `tilec.persistent`): one block per
+    multiprocessor loops over the tiles, the next tile's loads overlapping this one's epilogue."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            plan = _plan(kernel, self.limit)
+            plan = _plan(kernel, self.limit, self.persistent)
             if plan is not None:
-                warp_specialize(kernel, plan)
+                # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
+                persistent = self.persistent and not plan.preloads and persistent_fits(kernel, plan.loop)
+                warp_specialize(kernel, plan, persistent)

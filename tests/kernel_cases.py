@@ -380,6 +380,46 @@ SWIZZLE_CASES = [
 ]
 
 
+def gemm_region_operands(m, n, k, dtype, transpose_b=False, a_region=False, bk=32):
+    """Each block holds all of K of its B tile in one shared buffer and multiplies a K-slice of it
+    per iteration: `B_s[ko * bk:ko * bk + bk, :]`, a region at a run-time offset, which ldmatrix
+    cannot address (issue 8, item 5); with `a_region` A's slices are regions of one buffer too."""
+    assert not (transpose_b and a_region), "a case varies one operand at a time"
+    b_shape, b_tile = ((n, k), (64, k)) if transpose_b else ((k, n), (k, 64))
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), T.float32)):
+        with T.Kernel(n // 64, m // 64, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, k if a_region else bk), dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.copy(B[bx * 64, 0] if transpose_b else B[0, bx * 64], B_s)
+            if a_region:
+                T.copy(A[by * 64, 0], A_s)
+            T.clear(c)
+            for ko in T.serial(k // bk):
+                if not a_region:
+                    T.copy(A[by * 64, ko * bk], A_s)
+                if a_region:
+                    T.gemm(A_s[:, ko * bk:ko * bk + bk], B_s[ko * bk:ko * bk + bk, :], c)
+                elif transpose_b:
+                    T.gemm(A_s, B_s[:, ko * bk:ko * bk + bk], c, transpose_B=True)
+                else:
+                    T.gemm(A_s, B_s[ko * bk:ko * bk + bk, :], c)
+            T.copy(c, C[by * 64, bx * 64])
+
+    return main
+
+
+# Gemm operands that are regions of a shared tile at run-time offsets (issue 8, item 5).
+REGION_OPERAND_CASES = [
+    Case(f"gemm_region_{dtype}{'_bt' if bt else ''}{'_a' if ar else ''}",
+         gemm_region_operands(128, 128, 64, dtype, bt, ar), [2], _gemm_inputs(128, 128, 64, dtype, bt),
+         _gemm_ref(bt), tol=1e-3)
+    for (dtype, bt, ar) in [("float16", False, False), ("bfloat16", True, False), ("float16", False, True)]
+]
+
+
 # --------------------------------------------------------------------------- #
 # Regressions: thread counts that are not powers of two, overlapping copies
 # --------------------------------------------------------------------------- #
@@ -462,4 +502,109 @@ CASES += [
            _overlap_ref, tol=1e-9) for t in (96, 128)],
     Case("copy_overlap_global", overlapping_global_copy(), None, lambda d: [torch.randn(8, 32, device=d)],
          _shift_rows, check=0, tol=1e-9),
+]
+
+
+# Warpgroup gemms over K-major rows wider than 128 bytes (64-column chunks): A at K = 128 and
+# B (transpose_B) at K = 128 and 256, as attention's Q K^T at head dims 128 and 256.
+WGMMA_CASES += [
+    Case(f"wgmma_{dtype}_{m}x{n}x{k}_{bm}x{bn}x{bk}{'_bt' if bt else ''}_{threads}t_{stages}st",
+         gemm_tiles(m, n, k, bm, bn, bk, dtype, bt, threads=threads, stages=stages), [2],
+         _gemm_inputs(m, n, k, dtype, bt), _gemm_ref(bt), tol=1e-3)
+    for (m, n, k, bm, bn, bk, dtype, bt, threads, stages) in [
+        (64, 64, 256, 64, 64, 128, "float16", True, 128, 2),
+        (128, 64, 256, 128, 64, 256, "bfloat16", True, 256, 2),
+        (64, 128, 256, 64, 128, 128, "float16", False, 128, 2),
+    ]
+]
+
+
+def attention(batch, heads, seq_len, dim, causal, block_M, block_N, stages, threads, dtype="float16"):
+    """FlashAttention forward as shared/kernels/flash_attention.py writes it (online softmax,
+    exp2 with the scale folded in, [batch, seq, heads, dim]), the keys past the end masked too."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    shape = [batch, seq_len, heads, dim]
+    accum = T.float32
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+             Out: T.Tensor(shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            Q_s = T.alloc_shared([block_M, dim], dtype)
+            K_s = T.alloc_shared([block_N, dim], dtype)
+            V_s = T.alloc_shared([block_N, dim], dtype)
+            s = T.alloc_fragment([block_M, block_N], accum)
+            p = T.alloc_fragment([block_M, block_N], dtype)
+            o = T.alloc_fragment([block_M, dim], accum)
+            m_old = T.alloc_fragment([block_M], accum)
+            m_new = T.alloc_fragment([block_M], accum)
+            alpha = T.alloc_fragment([block_M], accum)
+            p_sum = T.alloc_fragment([block_M], accum)
+            l = T.alloc_fragment([block_M], accum)
+            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m_new, -T.infinity(accum))
+            n_blocks = T.ceildiv(seq_len, block_N)
+            if causal:
+                n_blocks = T.min(n_blocks, T.ceildiv((bx + 1) * block_M, block_N))
+            for k in T.Pipelined(n_blocks, num_stages=stages):
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_s)
+                if causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0, -T.infinity(accum))
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0, -T.infinity(accum))
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(m_new, m_old)
+                T.reduce_max(s, m_new, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    alpha[i] = T.exp2((m_old[i] - m_new[i]) * scale)
+                for i, j in T.Parallel(block_M, dim):
+                    o[i, j] *= alpha[i]
+                for i, j in T.Parallel(block_M, block_N):
+                    s[i, j] = T.exp2(s[i, j] * scale - m_new[i] * scale)
+                T.reduce_sum(s, p_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    l[i] = l[i] * alpha[i] + p_sum[i]
+                T.copy(s, p)
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_s)
+                T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                o[i, j] /= l[i]
+            T.copy(o, Out[bz, bx * block_M:(bx + 1) * block_M, by, :])
+
+    return main
+
+
+def _attention_inputs(batch, heads, seq_len, dim, dtype):
+    torch_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    return lambda d: [torch.randn(batch, seq_len, heads, dim, device=d).to(torch_dtype) for _ in range(3)]
+
+
+def _attention_ref(causal):
+    def ref(q, k, v):
+        q, k, v = (t.float().transpose(1, 2) for t in (q, k, v))
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2)
+
+    return ref
+
+
+# Attention on the sm_90a path: S = Q K^T by wgmma SS (K-major operands in 64-column chunks at
+# head dims 128 and 256), O += P V by wgmma RS (P in registers), one and two warpgroups (two
+# m64 blocks per warpgroup at block_M 128 over 128 threads), causal and not, sequence lengths
+# that the blocks do not divide.
+ATTENTION_CASES = [
+    Case(f"attention_{dtype}_b{b}h{h}s{s}d{d}{'_causal' if causal else ''}_{bm}x{bn}_{st}st_{th}t",
+         attention(b, h, s, d, causal, bm, bn, st, th, dtype), [3], _attention_inputs(b, h, s, d, dtype),
+         _attention_ref(causal), tol=1e-2)
+    for (b, h, s, d, causal, bm, bn, st, th, dtype) in [
+        (1, 2, 128, 64, False, 64, 64, 1, 128, "float16"),
+        (1, 1, 256, 128, False, 128, 128, 2, 256, "float16"),
+        (1, 1, 200, 128, True, 128, 64, 2, 256, "float16"),
+        (1, 1, 192, 64, True, 128, 64, 2, 128, "bfloat16"),
+        (1, 1, 160, 128, False, 64, 128, 2, 128, "float16"),
+        (1, 1, 128, 256, True, 64, 64, 2, 128, "float16"),
+    ]
 ]

@@ -30,7 +30,8 @@ def _cases():
     import kernel_cases as kc
 
     groups = [("case", kc.CASES, {}), ("mma", kc.MMA_CASES, {}), ("pipe", kc.PIPELINE_CASES, {}),
-              ("swz", kc.SWIZZLE_CASES, {}), ("wgmma", kc.WGMMA_CASES, {"tilec.enable_wgmma": True})]
+              ("swz", kc.SWIZZLE_CASES, {}), ("wgmma", kc.WGMMA_CASES, {"tilec.enable_wgmma": True}),
+              ("region", kc.REGION_OPERAND_CASES, {})]
     for prefix, cases, configs in groups:
         for case in cases:
             yield f"{prefix}.{case.name}", case.prim, case.out_idx, configs

@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
@@ -16,17 +17,37 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     traits_def,
     var_operand_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import HasCanonicalizationPatternsTrait
 
+from .attrs import (
+    AtomicKindAttr,
+    GemmPolicy,
+    GemmPolicyAttr,
+    MmaKind,
+    MmaKindAttr,
+    ReduceKindAttr,
+    Scope,
+)
 from .memory import verify_access
+from .structure import ForOp
+from .syntax import (
+    enum_attr,
+    parse_attr_dict,
+    parse_operands,
+    parse_types,
+    print_attr_dict,
+    print_operands,
+    print_types,
+    require_enum,
+)
 from .types import (
-    ATOMIC_KINDS,
-    GEMM_POLICIES,
-    REDUCE_KINDS,
     BufferType,
     TensorType,
     _bool,
@@ -50,7 +71,9 @@ class _TileCanonicalization(HasCanonicalizationPatternsTrait):
 class CopyOp(IRDLOperation):
     """Copies `src` into `dst`, converting the element type.
 
-    The two shapes must agree once unit dimensions are dropped.
+    The two shapes must agree once unit dimensions are dropped. `async` (tile-pipeline): a
+    cp.async copy from a global tensor into a shared buffer of the same element type, complete
+    only after the thread's `tile.async_wait` for its group (and, for other threads, a barrier).
 
     ```mlir
     tile.copy %a, %s : !tile.tensor<64x32xf16>, !tile.buffer<64x32xf16, shared>
@@ -60,17 +83,23 @@ class CopyOp(IRDLOperation):
     name = "tile.copy"
     src = operand_def(TensorType | BufferType)
     dst = operand_def(TensorType | BufferType)
+    async_ = opt_prop_def(UnitAttr, prop_name="async")
     traits = traits_def(_TileCanonicalization())
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$src `,` $dst attr-dict `:` type($src) `,` type($dst)"
 
-    def __init__(self, src: SSAValue, dst: SSAValue):
-        super().__init__(operands=[src, dst])
+    def __init__(self, src: SSAValue, dst: SSAValue, *, is_async: bool = False):
+        super().__init__(operands=[src, dst], properties={"async": UnitAttr()} if is_async else {})
+
+    @property
+    def is_async(self) -> bool:
+        return self.async_ is not None
 
     def verify_(self) -> None:
         src, dst = tile_type(self.src), tile_type(self.dst)
         _require(squeezed(src.shape) == squeezed(dst.shape),
                  f"{self.name}: shapes differ: src {src.shape} vs dst {dst.shape}")
-        if "async" in self.attributes:
+        if self.is_async:
             _require(isinstance(src, TensorType) and isinstance(dst, BufferType) and dst.scope == "shared"
                      and src.element_type == dst.element_type,
                      f"{self.name}: an async copy goes from a global tensor to a shared buffer of the same element "
@@ -85,6 +114,14 @@ class GemmOp(IRDLOperation):
     an MxN fragment.  `policy` says how warps split the MxN tile
     (square, full_row, full_col); `k_pack` packs K for MFMA.
 
+    What the passes decide: `mma` (tile-select-mma) is the tensor-core instruction,
+    "m16n8k16" (mma.sync: 16-bit A and B, an f32 fragment C, M % 16, N % 8 and K % 16 zero) or
+    "wgmma" (wgmma.mma_async m64nNk16: also A and B shared, A not transposed, M % 64 zero);
+    without it the gemm runs on the SIMT cores. On a wgmma inside the consumer loop of a
+    warp-specialized kernel (tile-warp-specialize), `in_flight` N leaves the newest N groups of
+    wgmmas running past the gemm, and `zero_on_entry` says the fill of C with zeros before the
+    loop was dropped: the loop's first iteration computes C = A @ B.
+
     ```mlir
     tile.gemm %a, %b, %c {transpose_b = true} : !tile.buffer<64x32xf16, shared>, !tile.buffer<64x32xf16, shared>, !tile.buffer<64x64xf32, fragment>
     ```
@@ -97,10 +134,11 @@ class GemmOp(IRDLOperation):
     transpose_a = prop_def(BoolAttr, default_value=_bool(False))
     transpose_b = prop_def(BoolAttr, default_value=_bool(False))
     clear_accum = prop_def(BoolAttr, default_value=_bool(False))
-    policy = prop_def(StringAttr, default_value=StringAttr("square"))
+    policy = prop_def(GemmPolicyAttr | StringAttr, default_value=GemmPolicyAttr(GemmPolicy.SQUARE))
     k_pack = prop_def(IntegerAttr, default_value=_i64(1))
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)"
+    mma = opt_prop_def(MmaKindAttr | StringAttr)
+    in_flight = opt_prop_def(IntegerAttr)
+    zero_on_entry = opt_prop_def(UnitAttr)
 
     def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, *, transpose_a=False, transpose_b=False,
                  clear_accum=False, policy="square", k_pack=1):
@@ -112,8 +150,8 @@ class GemmOp(IRDLOperation):
             props["transpose_b"] = _bool(True)
         if clear_accum:
             props["clear_accum"] = _bool(True)
-        if policy != "square":
-            props["policy"] = StringAttr(policy)
+        if policy != GemmPolicy.SQUARE:
+            props["policy"] = enum_attr(GemmPolicyAttr, policy)
         if k_pack != 1:
             props["k_pack"] = _i64(k_pack)
         super().__init__(operands=[a, b, c], properties=props)
@@ -125,6 +163,24 @@ class GemmOp(IRDLOperation):
     @property
     def trans_b(self) -> bool:
         return bool(self.transpose_b.value.data)
+
+    @property
+    def mma_kind(self) -> MmaKind | None:
+        """The tensor-core instruction tile-select-mma chose (None: the SIMT path)."""
+        return self.mma.data if isinstance(self.mma, MmaKindAttr) else None
+
+    def print(self, printer: Printer) -> None:
+        print_operands(printer, [self.a, self.b, self.c])
+        print_attr_dict(printer, self)
+        print_types(printer, [self.a, self.b, self.c])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GemmOp:
+        operands = parse_operands(parser)
+        props, attrs = parse_attr_dict(parser, cls, {"policy": GemmPolicyAttr, "mma": MmaKindAttr})
+        op = cls.create(operands=parse_types(parser, operands), properties=props)
+        op.attributes |= attrs
+        return op
 
     def mnk(self) -> tuple[int, int, int]:
         a, b = tile_type(self.a).shape, tile_type(self.b).shape
@@ -144,9 +200,33 @@ class GemmOp(IRDLOperation):
         _require(c.shape == (m, n), f"{self.name}: C must be {(m, n)} for A {a.shape} and B {b.shape}, got {c.shape}")
         _require(a.element_type == b.element_type,
                  f"{self.name}: A and B element types differ: {a.element_type} vs {b.element_type}")
-        _require(self.policy.data in GEMM_POLICIES,
-                 f"{self.name}: policy must be one of {', '.join(GEMM_POLICIES)}, got '{self.policy.data}'")
+        require_enum(self, "policy", GemmPolicyAttr)
         _require(self.k_pack.value.data >= 1, f"{self.name}: k_pack must be >= 1")
+        require_enum(self, "mma", MmaKindAttr)
+        self._verify_mma(a, b, c, m, n, k)
+
+    def _verify_mma(self, a, b, c, m: int, n: int, k: int) -> None:
+        kind = self.mma_kind
+        if kind is not None:
+            _require(str(a.element_type) in ("f16", "bf16") and str(c.element_type) == "f32"
+                     and c.scope == Scope.FRAGMENT,
+                     f"{self.name}: mma = {kind} multiplies f16 or bf16 into an f32 fragment, got "
+                     f"{a.element_type} into {c}")
+            _require(m % 16 == 0 and n % 8 == 0 and k % 16 == 0,
+                     f"{self.name}: mma = {kind} needs M % 16, N % 8 and K % 16 zero, got {(m, n, k)}")
+        if kind == MmaKind.WGMMA:  # A from shared memory (SS) or from registers (RS, a fragment)
+            _require(a.scope in (Scope.SHARED, Scope.FRAGMENT) and b.scope == Scope.SHARED and not self.trans_a
+                     and m % 64 == 0,
+                     f"{self.name}: mma = wgmma reads A ([M, K], M % 64 zero) from shared memory or registers "
+                     f"and B from shared memory")
+        for what in ("in_flight", "zero_on_entry"):
+            _require(getattr(self, what) is None or kind == MmaKind.WGMMA,
+                     f"{self.name}: {what} is a fact of asynchronous wgmmas (mma = wgmma)")
+        _require(self.in_flight is None or self.in_flight.value.data >= 0,
+                 f"{self.name}: in_flight must be >= 0")
+        if self.zero_on_entry is not None:
+            _require(isinstance(self.parent_op(), ForOp) and not self.clear_accum.value.data,
+                     f"{self.name}: zero_on_entry is for a gemm of a loop body that accumulates")
 
 
 @irdl_op_definition
@@ -193,15 +273,26 @@ class ReduceOp(IRDLOperation):
     name = "tile.reduce"
     src = operand_def(BufferType)
     dst = operand_def(BufferType)
-    kind = prop_def(StringAttr)
+    kind = prop_def(ReduceKindAttr | StringAttr)
     dim = prop_def(IntegerAttr)
     clear = prop_def(BoolAttr)
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$src `,` $dst attr-dict `:` type($src) `,` type($dst)"
 
     def __init__(self, src: SSAValue, dst: SSAValue, kind: str, dim: int, clear: bool = True):
-        super().__init__(operands=[src, dst],
-                         properties={"kind": StringAttr(kind), "dim": _i64(dim), "clear": _bool(clear)})
+        super().__init__(operands=[src, dst], properties={"kind": enum_attr(ReduceKindAttr, kind), "dim": _i64(dim),
+                                                          "clear": _bool(clear)})
+
+    def print(self, printer: Printer) -> None:
+        print_operands(printer, [self.src, self.dst])
+        print_attr_dict(printer, self)
+        print_types(printer, [self.src, self.dst])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        operands = parse_operands(parser)
+        props, attrs = parse_attr_dict(parser, cls, {"kind": ReduceKindAttr})
+        op = cls.create(operands=parse_types(parser, operands), properties=props)
+        op.attributes |= attrs
+        return op
 
     @property
     def axis(self) -> int:
@@ -209,8 +300,7 @@ class ReduceOp(IRDLOperation):
 
     def verify_(self) -> None:
         src, dst = tile_type(self.src), tile_type(self.dst)
-        _require(self.kind.data in REDUCE_KINDS,
-                 f"{self.name}: kind must be one of {', '.join(REDUCE_KINDS)}, got '{self.kind.data}'")
+        require_enum(self, "kind", ReduceKindAttr)
         _require(0 <= self.axis < src.rank, f"{self.name}: dim {self.axis} out of range for a rank-{src.rank} source")
         want = reduced_shape(src.shape, self.axis)
         _require(dst.shape == want,
@@ -270,7 +360,7 @@ class AtomicOp(IRDLOperation):
     """Atomically combines `value` into `dst` (`T.atomic_add/max/min`).
 
     With indices, `dst[indices]` is one element and `value` a scalar; without,
-    `dst` and `value` are tiles of the same shape.
+    `dst` and `value` are tiles of the same shape. `in_bounds`: as for `tile.region`.
 
     ```mlir
     tile.atomic %C[%i], %v {kind = "add"} : !tile.tensor<64xf32>, f32
@@ -281,16 +371,37 @@ class AtomicOp(IRDLOperation):
     dst = operand_def(TensorType | BufferType)
     indices = var_operand_def(IndexType())
     value = operand_def()
-    kind = prop_def(StringAttr)
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$dst `[` $indices `]` `,` $value attr-dict `:` type($dst) `,` type($value)"
+    kind = prop_def(AtomicKindAttr | StringAttr)
+    in_bounds = opt_prop_def(UnitAttr)
 
     def __init__(self, dst: SSAValue, indices: Sequence[SSAValue], value: SSAValue, kind: str):
-        super().__init__(operands=[dst, indices, value], properties={"kind": StringAttr(kind)})
+        super().__init__(operands=[dst, indices, value], properties={"kind": enum_attr(AtomicKindAttr, kind)})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.dst)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_ssa_value)
+        printer.print_string("], ")
+        printer.print_ssa_value(self.value)
+        print_attr_dict(printer, self)
+        print_types(printer, [self.dst, self.value])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AtomicOp:
+        dst = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        parser.parse_punctuation(",")
+        value = parser.parse_unresolved_operand()
+        props, attrs = parse_attr_dict(parser, cls, {"kind": AtomicKindAttr})
+        dst, value = parse_types(parser, [dst, value])
+        indices = [parser.resolve_operand(i, IndexType()) for i in indices]
+        op = cls.create(operands=[dst, *indices, value], properties=props)
+        op.attributes |= attrs
+        return op
 
     def verify_(self) -> None:
-        _require(self.kind.data in ATOMIC_KINDS,
-                 f"{self.name}: kind must be one of {', '.join(ATOMIC_KINDS)}, got '{self.kind.data}'")
+        require_enum(self, "kind", AtomicKindAttr)
         dst = tile_type(self.dst)
         _require(dst.scope in ("global", "shared"), f"{self.name}: dst must be global or shared, got {dst.scope}")
         if self.indices:

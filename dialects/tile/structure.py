@@ -41,8 +41,15 @@ from xdsl.traits import (
     SingleBlockImplicitTerminator,
 )
 
+from .attrs import (
+    FragmentLayoutAttr,
+    LoopKind,
+    LoopKindAttr,
+    RasterOrder,
+    RasterOrderAttr,
+)
+from .syntax import enum_attr, parse_attr_dict, print_attr_dict, require_enum
 from .types import (
-    LOOP_KINDS,
     _i64,
     _i64_array,
     _require,
@@ -66,6 +73,13 @@ class YieldOp(IRDLOperation):
     name = "tile.yield"
     traits = lazy_traits_def(lambda: (IsTerminator(), Pure()))
     assembly_format = "attr-dict"
+
+
+def _top_block(op: Operation, ancestor: Operation):
+    """The block of `ancestor`'s regions that holds `op` (or the op nesting it)."""
+    while op.parent_op() is not ancestor:
+        op = op.parent_op()
+    return op.parent_block()
 
 
 def _print_body(printer: Printer, body: Region) -> None:
@@ -95,7 +109,8 @@ class KernelOp(IRDLOperation):
     """Launches the body once per block of a 1-3 dimensional grid.
 
     The body's arguments are the block indices, one per grid dimension.
-    `threads` is the block shape [x, y, z].
+    `threads` is the block shape [x, y, z]. `smem_bytes` (tile-plan-shared-memory) is the
+    shared memory a block needs: every planned shared buffer lies below it.
 
     ```mlir
     %n = arith.constant 4 : index
@@ -107,6 +122,7 @@ class KernelOp(IRDLOperation):
     name = "tile.kernel"
     grid = var_operand_def(IndexType())
     threads = prop_def(DenseArrayBase)
+    smem_bytes = opt_prop_def(IntegerAttr)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -140,6 +156,17 @@ class KernelOp(IRDLOperation):
                  f"{self.name}: threads must be three positive extents, got {list(threads)}")
         _require(self.num_threads <= 1024,
                  f"{self.name}: at most 1024 threads per block, got {self.num_threads}")
+        if self.smem_bytes is not None:
+            self._verify_smem_bytes(self.smem_bytes.value.data)
+
+    def _verify_smem_bytes(self, total: int) -> None:
+        from .memory import planned_bytes  # the allocations are defined there
+
+        _require(total >= 0, f"{self.name}: smem_bytes must be >= 0, got {total}")
+        for op in self.walk():
+            span = planned_bytes(op)
+            _require(span is None or span[1] <= total,
+                     f"{self.name}: smem_bytes = {total}, but a shared buffer is planned at bytes {span}")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
@@ -148,7 +175,7 @@ class KernelOp(IRDLOperation):
         printer.print_list(self.grid, printer.print_ssa_value)
         printer.print_string(f") threads [{', '.join(map(str, self.thread_extents))}]")
         _print_body(printer, self.body)
-        printer.print_op_attributes(self.attributes)
+        print_attr_dict(printer, self, exclude=("threads",))
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
@@ -161,10 +188,10 @@ class KernelOp(IRDLOperation):
         parser.parse_keyword("threads")
         threads = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
         body = _parse_body(parser, args)
-        attrs = parser.parse_optional_attr_dict()
+        props, attrs = parse_attr_dict(parser, cls, {})
         op = cls.__new__(cls)
         IRDLOperation.__init__(
-            op, operands=[grid], properties={"threads": _i64_array(threads)}, regions=[body]
+            op, operands=[grid], properties={"threads": _i64_array(threads)} | props, regions=[body]
         )
         op.attributes |= attrs
         return op
@@ -179,7 +206,8 @@ class ParallelOp(IRDLOperation):
     says what it may not hold): no whole-tile or block-wide ops, only local buffers
     allocated in it, each fragment element written by one iteration, inner loops with
     the same bounds for every iteration, and no writes to local buffers allocated
-    outside (a per-element temporary lives in the body).
+    outside (a per-element temporary lives in the body). `layout` (tile-infer-layout) says
+    which thread runs which iteration, in which slot.
 
     ```mlir
     tile.parallel (%i, %j) in [4, 512] {
@@ -189,6 +217,7 @@ class ParallelOp(IRDLOperation):
 
     name = "tile.parallel"
     extents = prop_def(DenseArrayBase)
+    layout = opt_prop_def(FragmentLayoutAttr)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -207,6 +236,9 @@ class ParallelOp(IRDLOperation):
         _require(len(self.body.block.args) == len(self.shape),
                  f"{self.name}: the body needs one index per extent")
         _require(in_kernel(self), f"{self.name}: must be inside a tile.kernel")
+        if self.layout is not None:
+            shape = self.layout.layout.shape
+            _require(shape == self.shape, f"{self.name}: a layout of shape {shape} for extents {self.shape}")
         from .parallel_body import parallel_body_error  # it needs the op classes below
 
         error = parallel_body_error(self)
@@ -217,7 +249,7 @@ class ParallelOp(IRDLOperation):
         printer.print_list(self.body.block.args, printer.print_ssa_value)
         printer.print_string(f") in [{', '.join(map(str, self.shape))}]")
         _print_body(printer, self.body)
-        printer.print_op_attributes(self.attributes)
+        print_attr_dict(printer, self, exclude=("extents",))
 
     @classmethod
     def parse(cls, parser: Parser) -> ParallelOp:
@@ -225,9 +257,9 @@ class ParallelOp(IRDLOperation):
         parser.parse_keyword("in")
         extents = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
         body = _parse_body(parser, args)
-        attrs = parser.parse_optional_attr_dict()
+        props, attrs = parse_attr_dict(parser, cls, {})
         op = cls.__new__(cls)
-        IRDLOperation.__init__(op, properties={"extents": _i64_array(extents)}, regions=[body])
+        IRDLOperation.__init__(op, properties={"extents": _i64_array(extents)} | props, regions=[body])
         op.attributes |= attrs
         return op
 
@@ -240,6 +272,12 @@ class ForOp(IRDLOperation):
     iterations overlap the compute of earlier ones, with `num_stages` buffers
     and the optional `order` / `stage` per statement of the body; `unroll` and
     `vectorized` are hints for the code generator.
+
+    What the passes record on a pipelined loop they transform (it becomes `serial`):
+    `pipelined_stages` S (tile-pipeline: its copies go S - 1 iterations ahead through S-deep
+    buffers), `warp_specialized_stages` S (tile-warp-specialize: the consumers' loop, fed
+    through S stages by a producer warpgroup), or `not_warp_specialized`, why
+    tile-warp-specialize left a candidate loop alone.
 
     ```mlir
     %c0 = arith.constant 0 : index
@@ -254,10 +292,13 @@ class ForOp(IRDLOperation):
     lb = operand_def(IndexType())
     ub = operand_def(IndexType())
     step = operand_def(IndexType())
-    kind = prop_def(StringAttr, default_value=StringAttr("serial"))
+    kind = prop_def(LoopKindAttr | StringAttr, default_value=LoopKindAttr(LoopKind.SERIAL))
     num_stages = opt_prop_def(IntegerAttr)
     order = opt_prop_def(DenseArrayBase)
     stage = opt_prop_def(DenseArrayBase)
+    pipelined_stages = opt_prop_def(IntegerAttr)
+    warp_specialized_stages = opt_prop_def(IntegerAttr)
+    not_warp_specialized = opt_prop_def(StringAttr)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
     irdl_options = (ParsePropInAttrDict(),)
@@ -267,7 +308,7 @@ class ForOp(IRDLOperation):
                  stage: Sequence[int] | None = None):
         block = Block(arg_types=[IndexType()])
         block.add_op(YieldOp())
-        props: dict[str, Attribute] = {"kind": StringAttr(kind)}
+        props: dict[str, Attribute] = {"kind": enum_attr(LoopKindAttr, kind)}
         if num_stages is not None:
             props["num_stages"] = _i64(num_stages)
         if order is not None:
@@ -281,13 +322,35 @@ class ForOp(IRDLOperation):
         return self.body.block.args[0]
 
     def verify_(self) -> None:
-        _require(self.kind.data in LOOP_KINDS,
-                 f"{self.name}: kind must be one of {', '.join(LOOP_KINDS)}, got '{self.kind.data}'")
+        require_enum(self, "kind", LoopKindAttr)
         if self.num_stages is not None:
             _require(self.num_stages.value.data >= 0,
                      f"{self.name}: num_stages must be >= 0, got {self.num_stages.value.data}")
         _require(len(self.body.block.args) == 1 and isinstance(self.body.block.args[0].type, IndexType),
                  f"{self.name}: the body takes one index argument")
+        self._verify_stages()
+
+    def _verify_stages(self) -> None:
+        pipelined, specialized = self.pipelined_stages, self.warp_specialized_stages
+        for what, attr, least in (("pipelined_stages", pipelined, 2), ("warp_specialized_stages", specialized, 1)):
+            if attr is None:
+                continue
+            _require(attr.value.data >= least, f"{self.name}: {what} must be >= {least}, got {attr.value.data}")
+            _require(self.kind.data == LoopKind.SERIAL,
+                     f"{self.name}: a loop with {what} is the serial loop its stages run in, not {self.kind.data}")
+        _require(pipelined is None or specialized is None,
+                 f"{self.name}: a loop is pipelined (pipelined_stages) or warp-specialized, not both")
+        if specialized is not None:
+            from .sync import WarpSpecializeOp  # it needs this module
+
+            parent = self.parent_op()
+            while parent is not None and not isinstance(parent, WarpSpecializeOp):
+                parent = parent.parent_op()
+            _require(parent is not None and parent.consumer.block is _top_block(self, parent),
+                     f"{self.name}: warp_specialized_stages on a loop outside the consumer region of a "
+                     f"tile.warp_specialize")
+        _require(specialized is None or self.not_warp_specialized is None,
+                 f"{self.name}: a loop is warp-specialized or not")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -298,9 +361,8 @@ class ForOp(IRDLOperation):
         printer.print_ssa_value(self.ub)
         printer.print_string(" step ")
         printer.print_ssa_value(self.step)
-        props = {k: v for k, v in self.properties.items() if not (k == "kind" and v == StringAttr("serial"))}
         _print_body(printer, self.body)
-        printer.print_op_attributes(props | self.attributes)
+        print_attr_dict(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> ForOp:
@@ -313,9 +375,8 @@ class ForOp(IRDLOperation):
         bounds.append(parser.parse_unresolved_operand())
         lb, ub, step = parser.resolve_operands(bounds, [IndexType()] * 3, parser.pos)
         body = _parse_body(parser, [iv])
-        attrs = parser.parse_optional_attr_dict()
-        props = {k: attrs.pop(k) for k in ("kind", "num_stages", "order", "stage") if k in attrs}
-        props.setdefault("kind", StringAttr("serial"))
+        props, attrs = parse_attr_dict(parser, cls, {"kind": LoopKindAttr})
+        props.setdefault("kind", LoopKindAttr(LoopKind.SERIAL))
         op = cls.__new__(cls)
         IRDLOperation.__init__(op, operands=[lb, ub, step], properties=props, regions=[body])
         op.attributes |= attrs
@@ -328,22 +389,30 @@ class UseSwizzleOp(IRDLOperation):
     """Rasterizes blocks in panels of `panel_size` for L2 reuse (`T.use_swizzle`).
 
     ```mlir
-    tile.use_swizzle {panel_size = 10 : i64, order = "row"}
+    tile.use_swizzle {panel_size = 10 : i64, order = "col"}
     ```
     """
 
     name = "tile.use_swizzle"
     panel_size = prop_def(IntegerAttr)
-    order = prop_def(StringAttr, default_value=StringAttr("row"))
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "attr-dict"
+    order = prop_def(RasterOrderAttr | StringAttr, default_value=RasterOrderAttr(RasterOrder.ROW))
 
     def __init__(self, panel_size: int, order: str = "row"):
-        super().__init__(properties={"panel_size": _i64(panel_size), "order": StringAttr(order)})
+        super().__init__(properties={"panel_size": _i64(panel_size), "order": enum_attr(RasterOrderAttr, order)})
 
     def verify_(self) -> None:
         _require(self.panel_size.value.data >= 1, f"{self.name}: panel_size must be >= 1")
-        _require(self.order.data in ("row", "col"), f"{self.name}: order must be 'row' or 'col', got '{self.order.data}'")
+        require_enum(self, "order", RasterOrderAttr)
+
+    def print(self, printer: Printer) -> None:
+        print_attr_dict(printer, self)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> UseSwizzleOp:
+        props, attrs = parse_attr_dict(parser, cls, {"order": RasterOrderAttr})
+        op = cls.create(properties=props)
+        op.attributes |= attrs
+        return op
 
 
 

@@ -1,6 +1,6 @@
 """Synchronization and asynchronous ops of the `tile` dialect: block barriers, mbarriers (arrays of
 them, one per pipeline stage), TMA loads completing on an mbarrier, warp-specialized regions
-and the wait for asynchronous gemms.
+and the wait for asynchronous gemms, and the tile loop of a persistent kernel.
 
 A warp-specialized kernel (what `tile-warp-specialize` makes of a `T.Pipelined` gemm loop on
 sm_90a, or what `T.ws` writes by hand) looks like:
@@ -20,6 +20,8 @@ tile.warp_specialize producer {
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.irdl import (
@@ -34,14 +36,22 @@ from xdsl.irdl import (
     region_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
-from xdsl.traits import NoTerminator, RecursiveMemoryEffect
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator, RecursiveMemoryEffect, SingleBlockImplicitTerminator
 
+from .structure import YieldOp, _parse_body, _parse_index_args, _print_body
 from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
 
 _INDEX = IndexType()
 REGISTER_COUNTS = range(24, 257, 8)
 """setmaxnreg's register counts: 24 to 256 in steps of 8."""
+
+
+def _squeezed(shape) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
 
 
 def _check_index(op: IRDLOperation, barrier: SSAValue, index: SSAValue | None) -> None:
@@ -166,7 +176,9 @@ class MBarrierExpectTxOp(IRDLOperation):
 @irdl_op_definition
 class TmaLoadOp(IRDLOperation):
     """A global region into a shared tile by the tensor memory accelerator (`T.tma_copy`): issued by
-    one thread, asynchronous, its bytes completing on the mbarrier. The region may reach past the
+    one thread, asynchronous, its bytes completing on the mbarrier. The region of a tensor of any
+    rank (up to 5) has the tile's shape once unit dims are dropped (`[1, 128, 1, 64]` of a
+    [batch, seq, heads, dim] tensor into a 128x64 tile), with the same innermost extent. The region may reach past the
     tensor: that part of the tile is zero-filled. The shared tile's swizzle and chunking (from
     tile-select-mma) are the TMA box's layout.
 
@@ -194,8 +206,10 @@ class TmaLoadOp(IRDLOperation):
         _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
         _require(src.element_type == dst.element_type,
                  f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
-        _require(src.rank == dst.rank and src.shape == dst.shape,
-                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape")
+        _require(_squeezed(src.shape) == _squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
+                                                                   src.shape[-1] == dst.shape[-1]),
+                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape (unit dims "
+                 f"aside, the same innermost extent)")
 
 
 @irdl_op_definition
@@ -263,3 +277,64 @@ class GemmWaitOp(IRDLOperation):
 
     def verify_(self) -> None:
         _require(self.pending.value.data >= 0, f"{self.name}: pending must be >= 0")
+
+
+@irdl_op_definition
+class PersistentOp(IRDLOperation):
+    """The tiles of the kernel's grid that this block runs, one after another (a persistent kernel,
+    made by tile-warp-specialize): the kernel launches at most one block per multiprocessor, and
+    block b of P runs the tiles b, b + P, b + 2P, ... of the grid in its order (x fastest, after
+    `tile.use_swizzle`'s rasterization). The body's arguments are the tile's indices, one per grid
+    dimension (they replace the kernel's block indices), and how many tiles this block ran
+    before this one.
+
+    ```mlir
+    tile.persistent (%tx, %ty, %n) in (%gx, %gy) {
+    }
+    ```
+    """
+
+    name = "tile.persistent"
+    grid = var_operand_def(IndexType())
+    body = region_def("single_block")
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
+
+    def __init__(self, grid: Sequence[SSAValue]):
+        block = Block(arg_types=[_INDEX] * (len(grid) + 1))
+        block.add_op(YieldOp())
+        super().__init__(operands=[grid], regions=[Region(block)])
+
+    @property
+    def tile_indices(self) -> tuple[SSAValue, ...]:
+        return self.body.block.args[:-1]
+
+    @property
+    def tiles_before(self) -> SSAValue:
+        return self.body.block.args[-1]
+
+    def verify_(self) -> None:
+        _require(1 <= len(self.grid) <= 3, f"{self.name}: the grid must have 1 to 3 dimensions")
+        _require(len(self.body.block.args) == len(self.grid) + 1,
+                 f"{self.name}: the body needs one tile index per grid dimension and the count of tiles before")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        printer.print_list(self.body.block.args, printer.print_ssa_value)
+        printer.print_string(") in (")
+        printer.print_list(self.grid, printer.print_ssa_value)
+        printer.print_string(")")
+        _print_body(printer, self.body)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PersistentOp:
+        args = _parse_index_args(parser)
+        parser.parse_keyword("in")
+        grid = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        grid = parser.resolve_operands(grid, [_INDEX] * len(grid), parser.pos)
+        body = _parse_body(parser, args)
+        attrs = parser.parse_optional_attr_dict()
+        op = cls.__new__(cls)
+        IRDLOperation.__init__(op, operands=[grid], regions=[body])
+        op.attributes |= attrs
+        return op

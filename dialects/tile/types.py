@@ -1,4 +1,4 @@
-"""Types and attributes of the `tile` dialect: tensors, buffers, mbarriers, layouts."""
+"""Types of the `tile` dialect: global tensors, on-chip buffers, mbarriers; the verifier helpers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntAttr,
     IntegerAttr,
-    StringAttr,
     i64,
 )
 from xdsl.ir import (
@@ -28,14 +27,17 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from .attrs import AtomicKind, GemmPolicy, LoopKind, ReduceKind, Scope, ScopeAttr
+
 DYNAMIC = -1
 """A dimension whose size is only known at run time (printed `?`)."""
 
-SCOPES = ("shared", "fragment", "local")
-REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
-ATOMIC_KINDS = ("add", "max", "min")
-LOOP_KINDS = ("serial", "pipelined", "unroll", "vectorized")
-GEMM_POLICIES = ("square", "full_row", "full_col")
+SCOPES = tuple(Scope)
+REDUCE_KINDS = tuple(ReduceKind)
+ATOMIC_KINDS = tuple(AtomicKind)
+LOOP_KINDS = tuple(LoopKind)
+GEMM_POLICIES = tuple(GemmPolicy)
+"""The members of each enum (attrs.py), as the strings the frontend passes."""
 
 
 # --------------------------------------------------------------------------- #
@@ -113,15 +115,13 @@ class BufferType(TileLike, ParametrizedAttribute, TypeAttribute):
     name = "tile.buffer"
     shape_attr: ArrayAttr[IntAttr] = param_def()
     element_type: Attribute = param_def()
-    scope_attr: StringAttr = param_def()
+    scope_attr: ScopeAttr = param_def()
 
-    def __init__(self, shape: Sequence[int], element_type: Attribute, scope: str):
-        super().__init__(
-            ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(scope)
-        )
+    def __init__(self, shape: Sequence[int], element_type: Attribute, scope: str | Scope):
+        super().__init__(ArrayAttr([IntAttr(d) for d in shape]), element_type, _scope(scope))
 
     @property
-    def scope(self) -> str:
+    def scope(self) -> Scope:
         return self.scope_attr.data
 
     @classmethod
@@ -130,7 +130,7 @@ class BufferType(TileLike, ParametrizedAttribute, TypeAttribute):
             shape, element_type = parser.parse_ranked_shape()
             parser.parse_punctuation(",")
             scope = parser.parse_identifier()
-        return [ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(scope)]
+        return [ArrayAttr([IntAttr(d) for d in shape]), element_type, _scope(scope)]
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -138,10 +138,6 @@ class BufferType(TileLike, ParametrizedAttribute, TypeAttribute):
             printer.print_string(f", {self.scope}")
 
     def verify(self) -> None:
-        if self.scope not in SCOPES:
-            raise VerifyException(
-                f"{self.name}: scope must be one of {', '.join(SCOPES)}, got '{self.scope}'"
-            )
         if any(d <= 0 for d in self.shape):
             raise VerifyException(
                 f"{self.name}: buffer sizes must be positive constants, got {self.shape}"
@@ -180,61 +176,10 @@ class MBarrierType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(f"tile.mbarrier: count must be positive, got {self.count}")
 
 
-@irdl_attr_definition
-class SwizzleLayoutAttr(ParametrizedAttribute):
-    """A shared-memory layout whose 16-byte chunks are XOR-swizzled.
-
-    `#tile.swizzle<128>` is the 128-byte swizzle (address bits 4-6 XOR bits
-    7-9) that TMA and wgmma use; 64 and 32 are the narrower variants.
-    """
-
-    name = "tile.swizzle"
-    bytes_attr: IntAttr = param_def()
-
-    def __init__(self, nbytes: int):
-        super().__init__(IntAttr(nbytes))
-
-    @property
-    def bytes(self) -> int:
-        return self.bytes_attr.data
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return [IntAttr(parser.parse_integer())]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.bytes}>")
-
-    def verify(self) -> None:
-        if self.bytes not in (32, 64, 128):
-            raise VerifyException(f"swizzle must be 32, 64 or 128 bytes, got {self.bytes}")
-
-
-@irdl_attr_definition
-class FragmentLayoutAttr(ParametrizedAttribute):
-    """Which thread holds which element of a fragment, in which register slot.
-
-    The text is `tilec.dialects.tile.layout.Layout`'s: per dimension, modes of
-    `<size><t|s><stride>` (thread or slot), most significant first, then the
-    replicated thread modes: `#tile.fragment<"(4s8)x(128t1,8s1)|r()">`.
-    """
-
-    name = "tile.fragment"
-    spec: StringAttr = param_def()
-
-    def __init__(self, spec: str):
-        super().__init__(StringAttr(spec))
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return [StringAttr(parser.parse_str_literal())]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_string_literal(self.spec.data)
-        printer.print_string(">")
+def _scope(scope: str | Scope) -> ScopeAttr:
+    if scope not in SCOPES:
+        raise VerifyException(f"tile.buffer: scope must be one of {', '.join(SCOPES)}, got '{scope}'")
+    return ScopeAttr(Scope(scope))
 
 
 TileType = TensorType | BufferType
@@ -279,3 +224,8 @@ def _i64(value: int) -> IntegerAttr:
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes one element of `element_type` takes in memory (sub-byte types round up)."""
+    return (element_type.bitwidth + 7) // 8

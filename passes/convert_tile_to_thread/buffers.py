@@ -11,12 +11,12 @@ from xdsl.ir import SSAValue
 
 from tilec.dialects import tile
 
-from tilec.passes.analysis import constant_value, shared_swizzle
+from tilec.passes.analysis import constant_value
 from tilec.passes.tile_infer_layout import layout_of
 
 from .context import Lowerer, SlotMap
 from .lanes import tile_mult
-from .memory import View, element_bytes, memref_type
+from .memory import View, memref_type
 from .registry import uniform
 
 
@@ -28,17 +28,13 @@ def lower_alloc(L: Lowerer, op: tile.AllocOp) -> None:
         strides.insert(0, acc)
         acc *= n
     if typ.scope == "shared":
-        offset = op.attributes.get("offset")
-        if offset is None:
-            offset_bytes = L.bump(count * element_bytes(typ.element_type))
-        else:
-            offset_bytes = offset.value.data
+        offset_bytes = L.bump(op.nbytes) if op.offset is None else op.offset.value.data
         mem = L.emit(memref.ViewOp(L.smem, L.const(offset_bytes), [], memref_type(typ.element_type, count, 3)))
-        chunk = _chunk_of(op)
+        chunk = op.chunk_columns
         if chunk:  # columns in chunks of `chunk`: rows of one chunk are `chunk` apart (wgmma N-major operands)
             strides[-2] = chunk
         L.views[op.result] = View("shared", mem.results[0], typ.shape, typ.element_type, [0] * typ.rank,
-                                  strides, list(typ.shape), swizzle=shared_swizzle(op), chunk=chunk)
+                                  strides, list(typ.shape), swizzle=op.swizzle_bytes, chunk=chunk)
     elif typ.scope == "fragment":
         layout = layout_of(op)
         if layout is None:
@@ -48,15 +44,6 @@ def lower_alloc(L: Lowerer, op: tile.AllocOp) -> None:
     else:
         L.views[op.result] = View("local", L.alloca(typ.element_type, count), typ.shape, typ.element_type,
                                   [0] * typ.rank, strides, list(typ.shape))
-
-
-def _chunk_of(alloc: tile.AllocOp) -> int:
-    """Columns per chunk of a shared buffer tile-select-mma laid out for wgmma (0: plain row-major)."""
-    typ = alloc.result.type
-    chunk = alloc.attributes.get("chunk")
-    if chunk is None or typ.rank < 2 or typ.shape[-1] <= chunk.value.data:
-        return 0
-    return chunk.value.data
 
 
 @uniform(tile.RegionOp)
@@ -70,7 +57,7 @@ def _region(L: Lowerer, op: tile.RegionOp) -> None:
     for t, o in zip(op.offsets, offsets):
         if isinstance(o, SSAValue) and o not in L.mults:
             L.mults[o] = tile_mult(L, t, SlotMap(L.vmap))
-    L.views[op.result] = src.window(offsets, op.result.type.shape, L, "in_bounds" in op.attributes)
+    L.views[op.result] = src.window(offsets, op.result.type.shape, L, op.in_bounds is not None)
 
 
 @uniform(tile.ReshapeOp)

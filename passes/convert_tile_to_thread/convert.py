@@ -8,6 +8,8 @@ Establishes: the `func.func` holding a `tile.kernel` is replaced by a
   tensor then one i64 per dynamic size (`tilec.sizes` lists them as pairs of
   tensor argument and dimension), plus the module-level dynamic shared memory
   global `@__tilec_smem`; `tilec.smem_bytes` gives the bytes a block needs.
+  A kernel with `tile.persistent` loops is `tilec.persistent`: launched with at most one block
+  per multiprocessor, a 1-D grid, each block looping over its tiles.
 Fails: TilecError at the op the target cannot express yet (T.print,
   fragments indexed other than by their T.Parallel variables, ...).
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -44,7 +46,7 @@ from xdsl.passes import ModulePass
 
 from .context import SHARED_ALIGN, Lowerer, round_up
 from .memory import INDEX, View, element_bytes, memref_type
-from .registry import lower_block
+from .registry import lower_block, uniform
 from .sync import tensor_map_attributes
 
 
@@ -86,6 +88,49 @@ def _rasterize(L: Lowerer, bx, by, gx, gy, panel: int):
     new_bx = L.emit(arith.SelectOp(odd, flipped, col)).results[0]
     new_by = op(arith.AddiOp, op(arith.RemUIOp, within, stride), op(arith.MuliOp, index, panel))
     return new_bx, new_by
+
+
+def _rasterized(L: Lowerer, kernel: tile.KernelOp, ids: list) -> list:
+    """The block (or tile) indices `ids` of a 2-D grid in `tile.use_swizzle`'s order."""
+    swizzle = next((op for op in kernel.body.block.ops if isinstance(op, tile.UseSwizzleOp)), None)
+    if swizzle is None or len(ids) != 2:
+        return ids
+    gx, gy = (L.val(g) for g in kernel.grid)
+    if swizzle.order.data == "row":
+        return list(_rasterize(L, *ids, gx, gy, swizzle.panel_size.value.data))
+    by, bx = _rasterize(L, ids[1], ids[0], gy, gx, swizzle.panel_size.value.data)
+    return [bx, by]
+
+
+@uniform(tile.PersistentOp)
+def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
+    """`scf.for %t = blockIdx.x to <tiles> step gridDim.x` (a 1-D launch of at most one block per
+    multiprocessor); the tile's indices come from %t, x fastest, then use_swizzle's order."""
+    grid = [L.val(g) for g in op.grid]
+    total = grid[0]
+    for g in grid[1:]:
+        total = L.emit(arith.MuliOp(total, g)).results[0]
+    first = L.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
+    blocks = L.emit(gpu.GridDimOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
+    body = Block(arg_types=[INDEX])
+    L.emit(scf.ForOp(first, total, blocks, [], body))
+    with L.push(body):
+        t = body.args[0]
+        ids, rest = [], t
+        for i, g in enumerate(grid):
+            last = i == len(grid) - 1
+            ids.append(rest if last else L.emit(arith.RemUIOp(rest, g)).results[0])
+            if not last:
+                rest = L.emit(arith.DivUIOp(rest, g)).results[0]
+        kernel = op.parent_op()
+        while not isinstance(kernel, tile.KernelOp):
+            kernel = kernel.parent_op()
+        for arg, value in zip(op.tile_indices, _rasterized(L, kernel, ids)):
+            L.vmap[arg] = value
+        done = L.emit(arith.DivUIOp(L.emit(arith.SubiOp(t, first)).results[0], blocks)).results[0]
+        L.vmap[op.tiles_before] = done
+        lower_block(L, op.body.block)
+        L.emit(scf.YieldOp())
 
 
 def _linear_thread_id(L: Lowerer, extents: tuple[int, int, int]):
@@ -137,20 +182,13 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
             acc = L.mul(acc, n)
         L.views[t] = View("global", arg, tuple(typ.shape), typ.element_type, [0] * len(shape), strides, shape,
                           in_bounds=False)
-    block_ids = [L.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))).results[0]
-                 for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)[:len(kernel.grid)]]
-    swizzle = next((op for op in kernel.body.block.ops if isinstance(op, tile.UseSwizzleOp)), None)
-    if swizzle is not None and len(block_ids) == 2:
-        gx, gy = (L.val(g) for g in kernel.grid)
-        if swizzle.order.data == "row":
-            block_ids = list(_rasterize(L, *block_ids, gx, gy, swizzle.panel_size.value.data))
-        else:
-            by, bx = _rasterize(L, block_ids[1], block_ids[0], gy, gx, swizzle.panel_size.value.data)
-            block_ids = [bx, by]
-    for arg, value in zip(kernel.body.block.args, block_ids):
-        L.vmap[arg] = value
-    planned = kernel.attributes.get("smem_bytes")
-    L.planned = planned.value.data if planned is not None else None
+    persistent = any(isinstance(op, tile.PersistentOp) for op in kernel.walk())
+    if not persistent:  # (a persistent kernel's block indices are its tile loops' business)
+        block_ids = [L.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))).results[0]
+                     for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)[:len(kernel.grid)]]
+        for arg, value in zip(kernel.body.block.args, _rasterized(L, kernel, block_ids)):
+            L.vmap[arg] = value
+    L.planned = kernel.smem_bytes.value.data if kernel.smem_bytes is not None else None
     L.scratch_base = round_up(L.planned if L.planned is not None else _unplanned_bytes(kernel), SHARED_ALIGN)
     lower_block(L, kernel.body.block)
     L.emit(func.ReturnOp())
@@ -169,6 +207,8 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     new.attributes["tilec.sizes"] = DenseArrayBase.from_list(i64, [x for pair in sizes for x in pair])
     if maps:
         new.attributes["tilec.tensor_maps"] = ArrayAttr(maps)
+    if persistent:  # the launch: at most one block per multiprocessor
+        new.attributes["tilec.persistent"] = UnitAttr()
     new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + L.scratch_bytes, i64)
     new.location = f.location
     return new

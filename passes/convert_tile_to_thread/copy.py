@@ -213,7 +213,7 @@ def barrier(L: Lowerer) -> None:
 @uniform(tile.CopyOp)
 def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
     src, dst = L.views[op.src], L.views[op.dst]
-    if "async" in op.attributes and src.kind == "global" and dst.kind == "shared":
+    if op.is_async and src.kind == "global" and dst.kind == "shared":
         transfer_async(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
     elif dst.kind == "fragment" and src.kind == "fragment" and not src.layout.same_threads(dst.layout):
         tmp = scratch_view(L, src.shape, src.element_type)

@@ -124,7 +124,7 @@ def _store(L: Lowerer, op: tile.StoreOp, lanes: Lanes | None) -> None:
 
 
 def _checked(view: View, op) -> View:
-    if "in_bounds" in op.attributes and not view.in_bounds:
+    if op.in_bounds is not None and not view.in_bounds:
         return dataclasses.replace(view, in_bounds=True)
     return view
 

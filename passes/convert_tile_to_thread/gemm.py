@@ -1,15 +1,12 @@
-"""`tile.gemm` dispatch: register operands are staged through shared memory, then the
-kind tile-select-mma chose (wgmma, mma.sync) or the SIMT fallback lowers it.
+"""`tile.gemm` dispatch: register operands are staged through shared memory (except wgmma's
+register A, which the RS form reads in place), then the kind tile-select-mma chose (wgmma,
+mma.sync) or the SIMT fallback lowers it.
 """
 
 from __future__ import annotations
 
 import math
 
-
-from xdsl.dialects.builtin import (
-    StringAttr,
-)
 
 from tilec.dialects import tile
 
@@ -21,6 +18,9 @@ from .gemm_simt import lower_gemm_simt
 from .gemm_wgmma import lower_gemm_wgmma
 from .registry import uniform
 
+_BY_KIND = {tile.MmaKind.WGMMA: lower_gemm_wgmma, tile.MmaKind.M16N8K16: lower_gemm_mma, None: lower_gemm_simt}
+"""The lowering of each `mma` kind tile-select-mma chooses (None: it chose none)."""
+
 
 @uniform(tile.GemmOp)
 def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
@@ -29,8 +29,10 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
         raise L.error(op, "T.gemm on the CUDA target needs a fragment accumulator")
     staged, at = False, 0
     operands = []
+    wgmma = op.mma_kind == tile.MmaKind.WGMMA
     for v in (a, b):
-        if v.kind == "fragment":  # stage register operands through shared memory, A and B apart
+        if v.kind == "fragment" and not (wgmma and v is a):  # wgmma reads a register A itself (RS)
+            # stage register operands through shared memory, A and B apart
             tmp = scratch_view(L, v.shape, v.element_type, at)
             at = round_up(at + math.prod(v.shape) * element_bytes(v.element_type), SHARED_ALIGN)
             transfer(L, v.layout, v.shape, v, tmp)
@@ -39,11 +41,6 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     if staged:
         barrier(L)
     a, b = operands
-    if op.attributes.get("mma") == StringAttr("wgmma"):
-        lower_gemm_wgmma(L, op, a, b, c)
-    elif "mma" in op.attributes:
-        lower_gemm_mma(L, op, a, b, c)
-    else:
-        lower_gemm_simt(L, op, a, b, c)
+    _BY_KIND[op.mma_kind](L, op, a, b, c)
     if staged:
         barrier(L)  # the exchange area is free again only once every thread has read its operands

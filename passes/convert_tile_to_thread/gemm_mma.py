@@ -120,6 +120,14 @@ def lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> No
             else:
                 index = [L.add(L.add(kk, L.mul(m_hi, 8)), r8), n0]
             return [_as_operand(L, r, b.element_type) for r in _ldmatrix(L, b, index, 2, not op.trans_b)]
+        # a B that ldmatrix cannot read (a region at a run-time offset, rows off the 16-byte grid):
+        # each register is the pair of rows 2 * tig + {0, 1} + 8 * j of column `group`
+        col = L.add(col0, jn * 8)
+        regs = []
+        for j in range(2):
+            krow = L.add(L.add(kk, k0), 8 * j)
+            regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
+        return regs
 
     def b_fragment_pair(jn, kk) -> list[list[SSAValue]]:
         """The fragments of n-tiles jn and jn + 1 with one ldmatrix.x4 (lanes 16-31 address jn + 1)."""
@@ -130,12 +138,6 @@ def lower_gemm_mma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> No
             index = [L.add(L.add(kk, L.mul(m_hi, 8)), r8), L.add(n0, L.mul(k_hi, 8))]
         regs = [_as_operand(L, r, b.element_type) for r in _ldmatrix(L, b, index, 4, not op.trans_b)]
         return [regs[:2], regs[2:]]
-        col = L.add(col0, jn * 8)
-        regs = []
-        for j in range(2):
-            krow = L.add(L.add(kk, k0), 8 * j)
-            regs.append(_pair(L, b, b_index(krow, col), b_index(L.add(krow, 1), col)))
-        return regs
 
     pairs = b_ldm and rn % 2 == 0  # n-tiles jn, jn + 1 by one ldmatrix.x4
 

@@ -1,5 +1,5 @@
-"""The warpgroup gemm (wgmma.mma_async m64nNk16, sm_90a): A and B read by the tensor cores
-from swizzled shared tiles through 64-bit matrix descriptors.
+"""The warpgroup gemm (wgmma.mma_async m64nNk16, sm_90a): B (and A) read by the tensor cores
+from swizzled shared tiles through 64-bit matrix descriptors, or A from registers (RS).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import SSAValue
@@ -19,25 +20,25 @@ from xdsl.ir import SSAValue
 from tilec.dialects import nvvm, tile
 
 from tilec.dialects.tile.layout import Mode
+from tilec.dialects.tile.shared_layout import START_MASK
+
+from tilec.passes.layouts import wgmma_register_a_layout
 
 from .context import Lowerer
-from .copy import barrier
+from .copy import barrier, scratch_view, transfer
 from .memory import View, shared_ptr
 
 
-_SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2)
-
-
 def _descriptor(L: Lowerer, view: View, index: list, lbo: int, sbo: int) -> SSAValue:
-    """The 64-bit shared-memory matrix descriptor of `view` from element `index` on: the unswizzled
-    shared-window address of that element / 16, LBO and SBO / 16, the swizzle mode."""
+    """The 64-bit shared-memory matrix descriptor of `view` from element `index` on
+    (`tilec.dialects.tile.WgmmaDescriptor`): the unswizzled shared-window address of that
+    element, LBO, SBO and the swizzle mode."""
     plain = dataclasses.replace(view, swizzle=0)
     addr = L.emit(llvm.PtrToIntOp(shared_ptr(L, plain, index), i64)).results[0]
     start = L.emit(arith.AndIOp(L.emit(arith.ShRUIOp(addr, L.const(4, i64))).results[0],
-                                L.const(0x3FFF, i64))).results[0]
-    fields = (lbo >> 4) << 16 | (sbo >> 4) << 32 | _SWIZZLE_CODE[view.swizzle] << 62
-    signed = fields - (1 << 64) if fields >= 1 << 63 else fields  # i64 constants are signed
-    return L.emit(arith.OrIOp(start, L.const(signed, i64))).results[0]
+                                L.const(START_MASK, i64))).results[0]
+    fields = tile.WgmmaDescriptor(0, lbo, sbo, view.swizzle).fields()  # a signed i64 constant
+    return L.emit(arith.OrIOp(start, L.const(fields, i64))).results[0]
 
 
 def _zero_filled_before(op: tile.GemmOp) -> bool:
@@ -65,8 +66,40 @@ def _after_first_iteration(L: Lowerer, op: tile.GemmOp) -> SSAValue:
     return L.emit(arith.CmpiOp(L.ssa(L.val(loop.induction_var)), L.ssa(L.val(loop.lb)), "ne")).results[0]
 
 
+def _register_a(L: Lowerer, a: View, m: int, k: int) -> list[list[SSAValue]]:
+    """The RS form's A operands: per m64 block r and k16 step s, `!llvm.struct<(i32 x 4)>` whose
+    register j packs the pair of slots r (k/2) + 8 s + 2 j, + 1 of the register-A layout (element
+    2j in the low half, HOPPER_KERNELS.md §1.4). A fragment with that layout (an accumulator
+    converted to 16 bits) is read in place; another is first converted through shared memory."""
+    want = wgmma_register_a_layout(m, k, L.threads)
+    if not a.layout.same_threads(want):
+        tmp = scratch_view(L, a.shape, a.element_type)
+        transfer(L, a.layout, a.shape, a, tmp)
+        barrier(L)
+        a_regs = View("fragment", L.alloca(a.element_type, want.num_slots), a.shape, a.element_type, layout=want)
+        transfer(L, want, a.shape, tmp, a_regs)
+        barrier(L)
+        a = a_regs
+    struct = llvm.LLVMStructType.from_type_list([i32] * 4)
+    reps = want.num_slots // (k // 2)
+    out = []
+    for r in range(reps):
+        steps = []
+        for s in range(k // 16):
+            agg = L.emit(llvm.UndefOp(struct)).results[0]
+            for j in range(4):
+                first = r * (k // 2) + 8 * s + 2 * j
+                pair = L.pack([L.frag_load(a, want.translate_slot(a.layout, first + e)) for e in (0, 1)])
+                reg = L.emit(llvm.BitcastOp(pair, i32)).results[0]
+                agg = L.emit(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [j]), agg, reg)).results[0]
+            steps.append(agg)
+        out.append(steps)
+    return out
+
+
 def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
-    """C += A @ B with wgmma.mma_async m64nNk16, A and B read by the tensor cores from shared memory.
+    """C += A @ B with wgmma.mma_async m64nNk16, B (and A, the SS form) read by the tensor cores
+    from shared memory; a fragment A (the RS form) from registers (`_register_a`).
 
     Every thread first orders its own writes of the tiles (cp.async or stores, generic proxy)
     before the async proxy's reads (`fence.proxy.async.shared::cta`), then a barrier; each
@@ -78,17 +111,17 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     groups = L.threads // 128
     reps = m // 64 // groups
     per_thread = n // 2
-    in_flight = op.attributes.get("in_flight")
+    in_flight = op.in_flight
     if in_flight is None:  # operands written by the threads (generic proxy): fence, then all of them
         L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
                                                     "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
         barrier(L)
     # else tile-warp-specialize's operands: written by TMA (the async proxy) and waited for on an mbarrier
     group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
-    a_row_bytes = a.shape[1] * 2
+    a_row_bytes = (a.chunk or a.shape[1]) * 2 if a.kind == "shared" else 0  # K-major rows wider than 128 bytes: 64-column chunks
     if op.trans_b:  # B stored [n, k]: K-major like A
         layout_b = nvvm.MMALayout.COL
-        b_lbo, b_sbo = 16, 8 * b.shape[1] * 2
+        b_lbo, b_sbo = 16, 8 * (b.chunk or b.shape[1]) * 2
     else:  # B stored [k, n]: N-major, rows of the swizzle width (in column chunks when wider)
         layout_b = nvvm.MMALayout.ROW
         width = b.chunk or b.shape[1]
@@ -104,16 +137,20 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
             agg = L.emit(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), agg, v)).results[0]
         return agg
 
+    a_regs = _register_a(L, a, m, k) if a.kind == "fragment" else None
     accs: list[SSAValue | None] = [None] * reps
     if not (op.clear_accum.value.data or _zero_filled_before(op)):
         accs = [pack([L.frag_load(c, r * per_thread + i) for i in range(per_thread)]) for r in range(reps)]
     # tile-warp-specialize dropped the zero fill before the loop: its first iteration starts from D = A·B
-    accumulate = _after_first_iteration(L, op) if "zero_on_entry" in op.attributes else None
+    accumulate = _after_first_iteration(L, op) if op.zero_on_entry is not None else None
     L.emit(nvvm.WgmmaFenceAlignedOp())
     for ks in range(0, k, 16):
         desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)
         for r in range(reps):
-            desc_a = _descriptor(L, a, [L.add(group_row, 64 * r), ks], 16, 8 * a_row_bytes)
+            if a_regs is not None:
+                desc_a = a_regs[r][ks // 16]
+            else:
+                desc_a = _descriptor(L, a, [L.add(group_row, 64 * r), ks], 16, 8 * a_row_bytes)
             scale = [accumulate] if accumulate is not None and ks == 0 else []
             accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.build(
                 operands=[desc_a, desc_b, [accs[r]] if accs[r] is not None else [], scale], result_types=[struct],

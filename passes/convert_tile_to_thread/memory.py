@@ -31,6 +31,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 
+from tilec.dialects.tile import element_bytes as tile_element_bytes
+from tilec.dialects.tile import xor_swizzle
 from tilec.dialects.tile.layout import Layout
 
 if TYPE_CHECKING:
@@ -95,22 +97,16 @@ class MemoryAccess:
         return self.swizzled(self.add(view.base, addr), view)
 
     def swizzled(self, addr: Index, view: View) -> Index:
-        """The element at `addr` of a swizzled buffer: byte bits 4.. XOR the bits above 128 bytes.
-
-        With `swizzle` bytes S, the 16-byte chunk c of each S-byte row-group r moves to
-        c ^ (r % (S / 16)) (CUTLASS's Swizzle<log2(S/16), 4, 3>), so rows that a warp reads
-        together fall into different banks; a 16-byte chunk never splits.
+        """The element at `addr` of a swizzled buffer: the XOR swizzle of its byte address
+        (`tilec.dialects.tile.xor_swizzle`, as the simulator decodes it), so that rows a warp
+        reads together fall into different banks; a 16-byte chunk never splits.
         """
         esize = element_bytes(view.element_type)
-        mask = view.swizzle // 16 - 1
         if isinstance(addr, int):
-            byte = addr * esize
-            return (byte ^ (((byte >> 7) & mask) << 4)) // esize
+            return xor_swizzle(addr * esize, view.swizzle) // esize
         chunk_align = math.gcd(self.mult(addr), 16 // esize)
         byte = self.emit(arith.MuliOp(addr, self.const(esize))).results[0]
-        row = self.emit(arith.AndIOp(self.emit(arith.ShRUIOp(byte, self.const(7))).results[0],
-                                     self.const(mask))).results[0]
-        moved = self.emit(arith.XOrIOp(byte, self.emit(arith.ShLIOp(row, self.const(4))).results[0])).results[0]
+        moved = xor_swizzle(byte, view.swizzle, _BitOps(self))
         return self._index_op(arith.DivUIOp(moved, self.const(esize)), chunk_align)
 
     def in_bounds(self, view: View, index: list[Index]) -> SSAValue | None:
@@ -219,10 +215,30 @@ class MemoryAccess:
         self.emit(memref.StoreOp.get(self.convert(value, view.element_type), view.mem, [self.const(slot)]))
 
 
-def element_bytes(typ: Attribute) -> int:
-    from tilec.dtypes import from_ir
+class _BitOps:
+    """`xor_swizzle`'s bit operations on index values, emitted as arith ops."""
 
-    return max(1, from_ir(typ).bits // 8)
+    def __init__(self, lowerer: MemoryAccess):
+        self.L = lowerer
+
+    def _emit(self, cls, a: Index, b: Index) -> SSAValue:
+        return self.L.emit(cls(self.L.ssa(a), self.L.ssa(b))).results[0]
+
+    def shr(self, a: Index, b: Index) -> SSAValue:
+        return self._emit(arith.ShRUIOp, a, b)
+
+    def and_(self, a: Index, b: Index) -> SSAValue:
+        return self._emit(arith.AndIOp, a, b)
+
+    def shl(self, a: Index, b: Index) -> SSAValue:
+        return self._emit(arith.ShLIOp, a, b)
+
+    def xor(self, a: Index, b: Index) -> SSAValue:
+        return self._emit(arith.XOrIOp, a, b)
+
+
+element_bytes = tile_element_bytes
+"""Bytes one element takes in memory: the dialect's definition (`tilec.dialects.tile.element_bytes`)."""
 
 
 def memref_type(element_type: Attribute, count: int | None, space: int | None = None) -> MemRefType:

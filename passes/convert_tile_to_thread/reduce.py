@@ -25,13 +25,10 @@ from .memory import INDEX, View
 from .registry import uniform
 
 
-_IDENTITY = {"sum": 0.0, "abssum": 0.0, "max": -math.inf, "absmax": 0.0, "min": math.inf}
-
-
-def combine(L: Lowerer, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
-    if kind in ("sum", "abssum"):
+def combine(L: Lowerer, kind: tile.ReduceKind, a: SSAValue, b: SSAValue) -> SSAValue:
+    if kind in (tile.ReduceKind.SUM, tile.ReduceKind.ABSSUM):
         op = arith.AddfOp if is_float(a.type) else arith.AddiOp
-    elif kind in ("max", "absmax"):
+    elif kind in (tile.ReduceKind.MAX, tile.ReduceKind.ABSMAX):
         op = arith.MaxnumfOp if is_float(a.type) else arith.MaxSIOp
     else:
         op = arith.MinnumfOp if is_float(a.type) else arith.MinSIOp
@@ -57,8 +54,8 @@ def _shuffle_xor(L: Lowerer, value: SSAValue, offset: int, mask: SSAValue) -> SS
     return L.emit(op).results[0]
 
 
-def _abs(L: Lowerer, kind: str, x: SSAValue) -> SSAValue:
-    if kind in ("abssum", "absmax") and is_float(x.type):
+def _abs(L: Lowerer, kind: tile.ReduceKind, x: SSAValue) -> SSAValue:
+    if kind in (tile.ReduceKind.ABSSUM, tile.ReduceKind.ABSMAX) and is_float(x.type):
         from xdsl.dialects import math as mathd
 
         return L.emit(mathd.AbsFOp(x)).results[0]

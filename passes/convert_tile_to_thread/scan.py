@@ -49,7 +49,7 @@ def lower_scan(L: Lowerer, op: tile.CumsumOp | tile.CummaxOp) -> None:
             for p in order:
                 full = index[:dim] + [p] + index[dim:]
                 x = L.load(tmp, full)
-                total = x if total is None else combine(L, "sum" if isinstance(op, tile.CumsumOp) else "max",
+                total = x if total is None else combine(L, tile.ReduceKind.SUM if isinstance(op, tile.CumsumOp) else tile.ReduceKind.MAX,
                                                          total, x)
                 L.store(tmp, full, total)
             L.emit(scf.YieldOp())
@@ -79,21 +79,17 @@ def _from_memory(L: Lowerer, mem: View, dst: View, shape) -> None:
     transfer(L, layout, shape, mem, dst)
 
 
-_ATOMIC = {("add", True): 0, ("add", False): 1, ("max", True): 13, ("max", False): 4, ("min", True): 14,
-           ("min", False): 7}
-
-
-def atomic(L: Lowerer, kind: str, view: View, index: list, value: SSAValue, cond=None) -> None:
+def atomic(L: Lowerer, kind: tile.AtomicKind, view: View, index: list, value: SSAValue, cond=None) -> None:
     value = L.convert(value, view.element_type)
     addr = L.ssa(L.flat(view, index))
     guard = L.in_bounds(view, index)
     if cond is not None:
         guard = cond if guard is None else L.emit(arith.AndIOp(guard, cond)).results[0]
-    code = _ATOMIC[(kind, is_float(view.element_type))]
+    code = tile.atomic_rmw_kind(kind, is_float(view.element_type))  # as the simulator decodes it
 
     def emit_rmw():
         L.emit(memref.AtomicRMWOp.create(operands=[value, view.mem, addr], result_types=[value.type],
-                                         properties={"kind": IntegerAttr(code, i64)}))
+                                         properties={"kind": IntegerAttr(int(code), i64)}))
 
     L._guarded(guard, None, emit_rmw, None)
 

@@ -109,24 +109,34 @@ def tensor_map_attributes(L: Lowerer) -> tuple[list, list]:
     return arg_attrs, described
 
 
+def _row_dim(shape: tuple[int, ...], rows: int) -> int:
+    """The dim of a TMA source region that the tile's rows run along: the last one before the
+    innermost with their extent (the others are unit dims of a higher-rank tensor)."""
+    return next((d for d in range(len(shape) - 2, -1, -1) if shape[d] == rows), len(shape) - 2)
+
+
 @uniform(tile.TmaLoadOp)
 def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
+    """One box per 64-column chunk of the tile, over the source tensor's own dims (a region
+    [1, rows, 1, cols] of a rank-4 tensor is the box {cols, 1, rows, 1}, innermost first)."""
     src, dst = L.views[op.src], L.views[op.dst]
     rows, cols = dst.shape
     width = dst.chunk or cols
     dtype = str(dst.element_type)
-    tmap = tensor_map(L, _root_tensor(L, op.src), dtype, (rows, width), dst.swizzle)
+    row_dim = _row_dim(op.src.type.shape, rows)
+    box = [1] * len(src.offsets)
+    box[row_dim], box[-1] = rows, width
+    tmap = tensor_map(L, _root_tensor(L, op.src), dtype, tuple(box), dst.swizzle)
     bar = _barrier_ptr(L, op.barrier, op.index)
     plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
-    row0, col0 = src.offsets
     for j in range(cols // width):
         start = L.add(plain.base, j * rows * width)  # chunk j: all rows of columns [j*w, (j+1)*w)
         ptr = shared_ptr(L, dataclasses.replace(plain, base=start), [0, 0])
-        coords = [L.emit(arith.IndexCastOp(L.ssa(L.add(col0, j * width)), i32)).results[0],
-                  L.emit(arith.IndexCastOp(L.ssa(row0), i32)).results[0]]
+        origin = [*src.offsets[:-1], L.add(src.offsets[-1], j * width)]
+        coords = [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
         L.emit(nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp.create(
             operands=[ptr, tmap, *coords, bar],
-            properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, 2, 1, 0, 0])}))
+            properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(coords), 1, 0, 0])}))
 
 
 def tma_box_bytes(view: View) -> int:

@@ -20,7 +20,7 @@ from ml_dtypes import bfloat16 as ml_bfloat16
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
 
-from tilec.dialects import nvvm
+from tilec.dialects import nvvm, tile
 from tilec.errors import error_at
 
 from . import scalar_ops
@@ -194,8 +194,10 @@ def _view(op, c):
     return run
 
 
-_ATOMIC = {0: np.add, 1: np.add, 3: np.maximum, 4: np.maximum, 13: np.fmax, 6: np.minimum, 7: np.minimum,
-           14: np.fmin}
+_RMW = tile.AtomicRMWKind
+_ATOMIC = {_RMW.ADDF: np.add, _RMW.ADDI: np.add, _RMW.MAXIMUMF: np.maximum, _RMW.MAXS: np.maximum,
+           _RMW.MAXNUMF: np.fmax, _RMW.MINIMUMF: np.minimum, _RMW.MINS: np.minimum, _RMW.MINNUMF: np.fmin}
+"""numpy's reading of each memref.atomic_rmw kind (`tilec.dialects.tile.AtomicRMWKind`, the codes the lowering emits)."""
 
 
 def _atomic(op, c):
@@ -232,6 +234,15 @@ def _block_id(op, c):
 
     def run(st):
         st.env[r] = np.int64(st.block[axis])
+
+    return run
+
+
+def _grid_dim(op, c):
+    axis, r = "xyz".index(op.dimension.data.value), op.result
+
+    def run(st):
+        st.env[r] = np.int64(st.grid[axis])
 
     return run
 
@@ -397,27 +408,22 @@ def _cp_async(op, c):
     return run
 
 
-_SWIZZLE_BYTES = {1: 128, 2: 64, 3: 32}  # descriptor bits 62-63 (HOPPER_KERNELS.md §1.2); 0 (none) is not modelled
-
-
 def wgmma_operand_bytes(desc: int, rows: int, k: int, k_major: bool) -> np.ndarray:
     """Byte addresses in the shared window of a wgmma operand read through descriptor `desc`:
     element (r, kk) of a `rows` x `k` operand (r over M or N), as the PTX canonical swizzled
     layouts place it (K-major: 8-row groups SBO apart, rows of the swizzle width; MN-major:
     8-K-row groups SBO apart, chunks of swizzle-width/2 elements LBO apart), then the XOR of
-    address bits 4.. with bits 7.. (16-bit elements)."""
-    start = (desc & 0x3FFF) << 4
-    lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
-    width = _SWIZZLE_BYTES.get((desc >> 62) & 3)
-    if width is None:
-        raise ValueError("wgmma descriptors without a swizzle are not modelled by the simulator")
+    address bits 4.. with bits 7.. (16-bit elements): `tilec.dialects.tile.WgmmaDescriptor` and
+    `xor_swizzle`, as the lowering encodes them."""
+    d = tile.WgmmaDescriptor.decode(desc)
+    start, lbo, sbo, width = d.start, d.lbo, d.sbo, d.swizzle
     r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
     if k_major:
         addr = start + (r // 8) * sbo + (r % 8) * width + kk * 2
     else:
         per_row = width // 2
         addr = start + (r // per_row) * lbo + (kk // 8) * sbo + (kk % 8) * width + (r % per_row) * 2
-    return addr ^ (((addr >> 7) & (width // 16 - 1)) << 4)
+    return tile.xor_swizzle(addr, width)
 
 
 def _shared_byte_base(mem: Memory, shared: Memory) -> int:
@@ -587,7 +593,7 @@ HANDLERS: dict[type, Callable] = {
     memref.LoadOp: _load, memref.StoreOp: _store, memref.AllocaOp: _alloca, memref.GetGlobalOp: _get_global,
     memref.ViewOp: _view, memref.AtomicRMWOp: _atomic, vector.LoadOp: _vector_load, vector.StoreOp: _vector_store,
     vector.ExtractOp: _extract, vector.InsertOp: _insert, vector.BroadcastOp: _broadcast,
-    gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
+    gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.GridDimOp: _grid_dim, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
     nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
     nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
@@ -617,7 +623,7 @@ HANDLERS[gpu.BarrierOp] = HANDLERS[nvvm.Barrier0Op] = block_barrier
 
 
 class SimtState(State):
-    __slots__ = ("extents", "shared")
+    __slots__ = ("extents", "grid", "shared")
 
 
 def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -646,6 +652,6 @@ def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], blo
                 for bx in range(grid[0]):
                     st = SimtState()
                     st.env.update(bound)
-                    st.lanes, st.block, st.extents = lanes, (bx, by, bz), tuple(block)
+                    st.lanes, st.block, st.grid, st.extents = lanes, (bx, by, bz), tuple(grid), tuple(block)
                     st.shared = Memory(np.zeros(max(smem_bytes, 1), np.uint8), "shared")
                     body(st)

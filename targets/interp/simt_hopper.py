@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
-from tilec.dialects import nvvm
+from tilec.dialects import nvvm, tile
 
 from tilec.errors import error_at
 
@@ -51,10 +51,8 @@ class TensorMapSim:
 
 def swizzle_bytes(addr: np.ndarray, swizzle: int) -> np.ndarray:
     """The shared-memory byte address TMA (and wgmma) use for `addr` under a `swizzle`-byte
-    pattern: address bits 4.. XOR the bits above 128 bytes (HOPPER_KERNELS.md §4.1)."""
-    if not swizzle:
-        return addr
-    return addr ^ (((addr >> 7) & (swizzle // 16 - 1)) << 4)
+    pattern (0: none): the XOR the lowering applies, `tilec.dialects.tile.xor_swizzle`."""
+    return tile.xor_swizzle(addr, swizzle)
 
 
 @dataclass
@@ -324,7 +322,7 @@ def run_roles(st, cond, then_run, else_run) -> None:
 
     def role(run, mask):
         sub = type(st).__new__(type(st))
-        for slot in ("env", "lanes", "block", "extents", "shared"):
+        for slot in ("env", "lanes", "block", "grid", "extents", "shared"):
             setattr(sub, slot, getattr(st, slot))
         sub.mask = mask
         try:

@@ -29,7 +29,7 @@ from .values import (
     uniform,
 )
 
-_ATOMIC_UFUNCS = {"add": np.add, "max": np.maximum, "min": np.minimum}
+_ATOMIC_UFUNCS = {tile.AtomicKind.ADD: np.add, tile.AtomicKind.MAX: np.maximum, tile.AtomicKind.MIN: np.minimum}
 
 
 def _tile_operand(st, op, value) -> Tile:
@@ -238,11 +238,11 @@ def _fill(op, c):
 
 
 _REDUCERS = {
-    "sum": (lambda x, axis: x.sum(axis), np.add),
-    "abssum": (lambda x, axis: np.abs(x).sum(axis), np.add),
-    "max": (lambda x, axis: x.max(axis), np.maximum),
-    "absmax": (lambda x, axis: np.abs(x).max(axis), np.maximum),
-    "min": (lambda x, axis: x.min(axis), np.minimum),
+    tile.ReduceKind.SUM: (lambda x, axis: x.sum(axis), np.add),
+    tile.ReduceKind.ABSSUM: (lambda x, axis: np.abs(x).sum(axis), np.add),
+    tile.ReduceKind.MAX: (lambda x, axis: x.max(axis), np.maximum),
+    tile.ReduceKind.ABSMAX: (lambda x, axis: np.abs(x).max(axis), np.maximum),
+    tile.ReduceKind.MIN: (lambda x, axis: x.min(axis), np.minimum),
 }
 
 

@@ -5,6 +5,7 @@ IR conventions). Each function is registered in the dispatch table with `@lowers
 from __future__ import annotations
 
 from llvmlite import ir
+from tilec.dialects.tile import AtomicRMWKind
 from xdsl.dialects import arith, builtin, func, gpu, llvm, memref, vector
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -339,17 +340,21 @@ def _extract_pointer(t: T, op) -> None:
     t.set(op, t.b.ptrtoint(t.get(op.source), t.types.index))
 
 
-# upstream arith::AtomicRMWKind, in enum order
-_ATOMIC_KINDS = ["fadd", "add", "xchg", "fmaximum", "max", "umax", "fminimum", "min", "umin",
-                 None, None, "or", "and", "fmax", "fmin"]  # fmt: skip
+_RMW = AtomicRMWKind
+_ATOMIC_KINDS = {_RMW.ADDF: "fadd", _RMW.ADDI: "add", _RMW.ASSIGN: "xchg", _RMW.MAXIMUMF: "fmaximum",
+                 _RMW.MAXS: "max", _RMW.MAXU: "umax", _RMW.MINIMUMF: "fminimum", _RMW.MINS: "min",
+                 _RMW.MINU: "umin", _RMW.ORI: "or", _RMW.ANDI: "and", _RMW.MAXNUMF: "fmax",
+                 _RMW.MINNUMF: "fmin"}  # fmt: skip
+"""LLVM's `atomicrmw` operation of each `memref.atomic_rmw` kind (mulf / muli have none)."""
 
 
 @lowers(memref.AtomicRMWOp)
 def _atomic_rmw(t: T, op: memref.AtomicRMWOp) -> None:
     kind = op.kind.value.data
-    rmw = _ATOMIC_KINDS[kind] if kind < len(_ATOMIC_KINDS) else None
+    rmw = _ATOMIC_KINDS.get(kind)
     if rmw is None:
-        raise error(op, f"atomic kind {kind} (mulf/muli) has no LLVM atomicrmw")
+        name = AtomicRMWKind(kind).name.lower() if kind in set(AtomicRMWKind) else str(kind)
+        raise error(op, f"atomic kind {kind} ({name}) has no LLVM atomicrmw")
     ptr = address(t, op.memref, op.indices, op.memref.type)
     value = t.get(op.value)
     if rmw in ("fmax", "fmin", "fmaximum", "fminimum") and isinstance(value.type, ir.HalfType | BFloatType):

@@ -155,6 +155,57 @@ def test_warp_specialized_gemm_assembles(case, ptxas):
     assert "C75" not in report.log, report.log  # setmaxnreg honoured (C7508), wgmma not serialized
 
 
+@pytest.mark.parametrize("case", WGMMA_CASES, ids=[c.name for c in WGMMA_CASES])
+def test_persistent_gemm_on_the_simulator(case):
+    """`tilec.persistent`: the simulator launches 3 blocks (SIM_PROCESSORS), each looping over its
+    tiles with the stage ring continuing from tile to tile."""
+    run_case(case, "sim", "cpu", pass_configs={"tilec.persistent": True}, expect_ir="nvvm.cp.async.bulk.tensor")
+
+
+def _swizzled_gelu(m, n, k):
+    import tilec.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Bias: T.Tensor((n,), T.float16),
+             C: T.Tensor((m, n), T.float16)):
+        with T.Kernel(T.ceildiv(n, 64), T.ceildiv(m, 64), threads=128) as (bx, by):
+            a = T.alloc_shared((64, 64), T.float16)
+            b = T.alloc_shared((64, 64), T.float16)
+            bias = T.alloc_shared((64,), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.use_swizzle(panel_size=2)
+            T.clear(c)
+            T.copy(Bias[bx * 64], bias)
+            for ko in T.Pipelined(T.ceildiv(k, 64), num_stages=2):
+                T.copy(A[by * 64, ko * 64], a)
+                T.copy(B[ko * 64, bx * 64], b)
+                T.gemm(a, b, c)
+            for i, j in T.Parallel(64, 64):
+                c[i, j] = T.max(c[i, j] + bias[j], 0.0)
+            T.copy(c, C[by * 64, bx * 64])
+
+    return main
+
+
+def test_persistent_gemm_with_rasterization_and_an_epilogue(ptxas):
+    """Five by three tiles on 3 simulated multiprocessors, in T.use_swizzle's order, a bias staged
+    per tile (the next tile's copy waits for this tile's readers), tails in M and N."""
+    import torch
+
+    import tilec
+
+    m, n, k = 300, 200, 128
+    configs = {"tilec.persistent": True}
+    kernel = tilec.compile(_swizzled_gelu(m, n, k), out_idx=[3], target="sim", pass_configs=configs)
+    assert "tilec.persistent" in kernel.get_ir("thread")
+    a, b, bias = torch.randn(m, k).half(), torch.randn(k, n).half(), torch.randn(n).half()
+    ref = torch.relu(a.float() @ b.float() + bias.float())
+    assert ((kernel(a, b, bias).float() - ref).norm() / ref.norm()) < 1e-3
+    ptx, report, name = assemble_case(type("C", (), {"prim": _swizzled_gelu(m, n, k), "out_idx": [3]}),
+                                      configs=configs)
+    assert "%nctaid.x" in ptx and not report.kernels[name].spills
+
+
 def _clear_then_gemm():
     import tilec.language as T
 
@@ -189,3 +240,31 @@ def test_wgmma_after_a_clear_starts_from_zero(ptxas):
     a, b = torch.randn(128, 64).half(), torch.randn(64, 64).half()
     ref = a.float() @ b.float()
     assert ((kernel(a, b) - ref).norm() / ref.norm()) < 1e-5
+
+
+def _one_plus_tanh(n):
+    import tilec.language as T
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.float32), Y: T.Tensor((n,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(n):
+                Y[i] = 1.0 + T.tanh(X[i])
+
+    return main
+
+
+def test_one_plus_tanh_keeps_its_relative_precision():
+    """thread-sigmoid: 1 + tanh(x) = 2σ(2x) on the CUDA path, accurate to a few ulp relative even
+    where tanh(x) is near −1 (1 + tanh(−8) ≈ 2.3e-7: the sum of two f32 values would keep no digit)."""
+    import numpy as np
+    import torch
+
+    import tilec
+
+    x = torch.linspace(-12, 12, 256, dtype=torch.float32)
+    kernel = tilec.compile(_one_plus_tanh(256), out_idx=[1], target="sim")
+    assert "math.tanh" not in kernel.get_ir("thread")
+    got = kernel(x).double().numpy()
+    want = 1.0 + np.tanh(x.double().numpy())
+    assert np.max(np.abs(got - want) / want) < 2e-6

@@ -74,3 +74,33 @@ def test_wgmma_gemm_on_the_gpu(case):
         run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_wgmma": True}, expect_ir="nvvm.wgmma.mma_async")
         run_case(case, "cuda", "cuda", pass_configs={"tl.disable_warp_specialized": True},
                  expect_ir="nvvm.wgmma.mma_async")  # and with the cp.async stages
+
+
+from kernel_cases import REGION_OPERAND_CASES  # noqa: E402
+
+
+@pytest.mark.parametrize("case", REGION_OPERAND_CASES, ids=[c.name for c in REGION_OPERAND_CASES])
+def test_region_operand_gemm_on_the_gpu(case):
+    """A gemm operand that is a shared region at a run-time offset (issue 8, item 5): mma.sync
+    reads it by pairs of elements (ldmatrix cannot address it)."""
+    run_case(case, "cuda", "cuda", expect_ir="nvvm.mma.sync")
+
+
+def test_one_plus_tanh_keeps_its_relative_precision_on_the_gpu():
+    """thread-sigmoid's 2·rcp(1 + ex2(−2x·log2 e)) on the hardware's approximations: a few ulp."""
+    import numpy as np
+
+    import tilec
+    import tilec.language as T
+
+    @T.prim_func
+    def one_plus_tanh(X: T.Tensor((256,), T.float32), Y: T.Tensor((256,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(256):
+                Y[i] = 1.0 + T.tanh(X[i])
+
+    x = torch.linspace(-12, 12, 256, dtype=torch.float32, device="cuda")
+    kernel = tilec.compile(one_plus_tanh, out_idx=[1], target="cuda")
+    got = kernel(x).double().cpu().numpy()
+    want = 1.0 + np.tanh(x.double().cpu().numpy())
+    assert np.max(np.abs(got - want) / want) < 2e-6

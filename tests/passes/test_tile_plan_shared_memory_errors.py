@@ -48,4 +48,4 @@ def test_under_a_larger_limit_plans_offsets():
     module = build_prim_func(T.prim_func(too_big), out_idx=None).module
     TilePlanSharedMemoryPass(limit=400_000).apply(tilec.dialects.context(), module)
     kernel = next(op for op in module.walk() if op.name == "tile.kernel")
-    assert kernel.attributes["smem_bytes"].value.data == 393216
+    assert kernel.smem_bytes.value.data == 393216

@@ -65,7 +65,8 @@ func.func @negative_f32_operands() {
 }
 
 // wgmma: an N-major B wider than 64 columns is stored in 64-column chunks (128-byte swizzle),
-// and two warpgroups split the 128 rows.
+// and two warpgroups split the 128 rows (one m64 block each: the warpgroup and warp modes are
+// one, 8t32, as in the mma.sync full-row layout of the same rows).
 // CHECK-LABEL: func.func @wide_b_two_warpgroups
 // CHECK: {mma = "m16n8k16"}
 // WG-LABEL: func.func @wide_b_two_warpgroups
@@ -73,7 +74,7 @@ func.func @negative_f32_operands() {
 // WG: %b = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x256xf16, shared>
 // WG: tile.gemm {{.*}} {mma = "wgmma"}
 // WGLAYOUT-LABEL: func.func @wide_b_two_warpgroups
-// WGLAYOUT: %c = tile.alloc {layout = #tile.fragment<"(2t128,4t32,2s2,8t4)x(32s4,4t1,2s1)|r()">}
+// WGLAYOUT: %c = tile.alloc {layout = #tile.fragment<"(8t32,2s2,8t4)x(32s4,4t1,2s1)|r()">}
 func.func @wide_b_two_warpgroups() {
   %c1 = arith.constant 1 : index
   tile.kernel (%bx) in (%c1) threads [256, 1, 1] {
@@ -81,6 +82,109 @@ func.func @wide_b_two_warpgroups() {
     %b = tile.alloc : !tile.buffer<64x256xf16, shared>
     %c = tile.alloc : !tile.buffer<128x256xf32, fragment>
     tile.gemm %a, %b, %c : !tile.buffer<128x64xf16, shared>, !tile.buffer<64x256xf16, shared>, !tile.buffer<128x256xf32, fragment>
+  }
+  func.return
+}
+
+// Attention's S = Q K^T at head dim 128: K-major A and K-major B (transpose_B) with 256-byte
+// rows are stored as two 64-column chunks with the 128-byte swizzle (each chunk a canonical
+// K-major tile), so wgmma reads them; at head dim 256 four chunks.
+// CHECK-LABEL: func.func @k_major_wide_rows
+// CHECK: {mma = "m16n8k16"
+// WG-LABEL: func.func @k_major_wide_rows
+// WG: %q = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<128x128xf16, shared>
+// WG: %k = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x128xf16, shared>
+// WG: tile.gemm %q, %k, %s {transpose_b = true, mma = "wgmma"}
+// WG: %q2 = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<128x256xf16, shared>
+// WG: %k2 = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<128x256xf16, shared>
+// WG: tile.gemm %q2, %k2, %s2 {transpose_b = true, mma = "wgmma"}
+func.func @k_major_wide_rows() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [256, 1, 1] {
+    %q = tile.alloc : !tile.buffer<128x128xf16, shared>
+    %k = tile.alloc : !tile.buffer<64x128xf16, shared>
+    %s = tile.alloc : !tile.buffer<128x64xf32, fragment>
+    tile.gemm %q, %k, %s {transpose_b = true} : !tile.buffer<128x128xf16, shared>, !tile.buffer<64x128xf16, shared>, !tile.buffer<128x64xf32, fragment>
+    %q2 = tile.alloc : !tile.buffer<128x256xf16, shared>
+    %k2 = tile.alloc : !tile.buffer<128x256xf16, shared>
+    %s2 = tile.alloc : !tile.buffer<128x128xf32, fragment>
+    tile.gemm %q2, %k2, %s2 {transpose_b = true} : !tile.buffer<128x256xf16, shared>, !tile.buffer<128x256xf16, shared>, !tile.buffer<128x128xf32, fragment>
+  }
+  func.return
+}
+
+// K-major rows that are no whole number of 64-column chunks (96 halves = 192 bytes) have no
+// canonical swizzled layout: mma.sync stays.
+// WG-LABEL: func.func @negative_k_major_rows_not_chunks
+// WG-NOT: chunk
+// WG: tile.gemm {{.*}} {mma = "m16n8k16"
+func.func @negative_k_major_rows_not_chunks() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x96xf16, shared>
+    %b = tile.alloc : !tile.buffer<96x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<64x96xf16, shared>, !tile.buffer<96x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// Attention's O += P V with P a 16-bit fragment: wgmma's RS form (A from registers, B = V
+// N-major in 64-column chunks). The layouts: S, the QK^T accumulator, and P, its conversion,
+// share the wgmma accumulator layout of 128x64 over two warpgroups, which is the register-A
+// layout of the PV gemm (m128 k64): the T.copy(s, p) is a per-thread conversion.
+// WG-LABEL: func.func @register_a_attention
+// WG: %v = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x128xf16, shared>
+// WG: tile.gemm %q, %k, %s {transpose_b = true, mma = "wgmma"}
+// WG: tile.gemm %p, %v, %o {mma = "wgmma"}
+// WGLAYOUT-LABEL: func.func @register_a_attention
+// WGLAYOUT: %s = tile.alloc {layout = #tile.fragment<"[[ACC:\(8t32,2s2,8t4\)x\(8s4,4t1,2s1\)\|r\(\)]]">}
+// WGLAYOUT: %p = tile.alloc {layout = #tile.fragment<"[[ACC]]">}
+// WGLAYOUT: %o = tile.alloc {layout = #tile.fragment<"(8t32,2s2,8t4)x(16s4,4t1,2s1)|r()">}
+func.func @register_a_attention() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [256, 1, 1] {
+    %q = tile.alloc : !tile.buffer<128x128xf16, shared>
+    %k = tile.alloc : !tile.buffer<64x128xf16, shared>
+    %v = tile.alloc : !tile.buffer<64x128xf16, shared>
+    %s = tile.alloc : !tile.buffer<128x64xf32, fragment>
+    %p = tile.alloc : !tile.buffer<128x64xf16, fragment>
+    %o = tile.alloc : !tile.buffer<128x128xf32, fragment>
+    tile.gemm %q, %k, %s {transpose_b = true} : !tile.buffer<128x128xf16, shared>, !tile.buffer<64x128xf16, shared>, !tile.buffer<128x64xf32, fragment>
+    tile.copy %s, %p : !tile.buffer<128x64xf32, fragment>, !tile.buffer<128x64xf16, fragment>
+    tile.gemm %p, %v, %o : !tile.buffer<128x64xf16, fragment>, !tile.buffer<64x128xf16, shared>, !tile.buffer<128x128xf32, fragment>
+  }
+  func.return
+}
+
+// A register A that nothing else lays out takes the register-A layout itself: one warpgroup,
+// 128 rows (two m64 blocks), k = 32.
+// WG-LABEL: func.func @register_a_alone
+// WG: tile.gemm %a, %b, %c {mma = "wgmma"}
+// WGLAYOUT-LABEL: func.func @register_a_alone
+// WGLAYOUT: %a = tile.alloc {layout = #tile.fragment<"(2s16,4t32,2s2,8t4)x(4s4,4t1,2s1)|r()">}
+func.func @register_a_alone() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<128x32xf16, fragment>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<128x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<128x32xf16, fragment>, !tile.buffer<32x64xf16, shared>, !tile.buffer<128x64xf32, fragment>
+  }
+  func.return
+}
+
+// A register A with B also in registers: wgmma needs B in shared memory (mma.sync stays, both
+// staged through shared memory by the lowering).
+// WG-LABEL: func.func @negative_register_b
+// WG: tile.gemm {{.*}} {mma = "m16n8k16"}
+func.func @negative_register_b() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, fragment>
+    %b = tile.alloc : !tile.buffer<32x64xf16, fragment>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, fragment>, !tile.buffer<32x64xf16, fragment>, !tile.buffer<64x64xf32, fragment>
   }
   func.return
 }

@@ -75,6 +75,15 @@ def test_the_kept_tile_opt_module_is_the_one_before_conversion(no_cache):
     assert "smem_bytes" in lowered.stage("tile-opt") and 0 <= lowered.planned_smem <= lowered.spec.smem_bytes
 
 
+def test_the_planned_bytes_are_the_plan_of_tile_plan_shared_memory(no_cache):
+    """`planned_smem` is the kernel's `smem_bytes` property (the shared buffers; the lowering's
+    scratch comes on top of it)."""
+    case = next(c for c in __import__("kernel_cases").MMA_CASES)
+    lowered = lower.lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_80"), {})
+    kernel = next(op for op in lowered.tile_opt.walk() if op.name == "tile.kernel")
+    assert lowered.planned_smem == kernel.smem_bytes.value.data > 0
+
+
 def test_lowering_scratch_over_the_budget_is_refused_at_the_kernel(no_cache, monkeypatch):
     real = lower.lower_to_thread
 
@@ -96,6 +105,18 @@ def test_lowering_scratch_over_the_budget_is_refused_at_the_kernel(no_cache, mon
 # --------------------------------------------------------------------------- #
 # The launch ABI's argument kinds
 # --------------------------------------------------------------------------- #
+
+
+def test_a_persistent_grid_is_one_block_per_multiprocessor_at_most():
+    grid = launch.GridExpr([["size", "N"], ["const", 128], ["arith.ceildivsi", 0, 1], ["const", 4]], [2, 3],
+                           persistent=True)
+    assert grid.tiles({"N": 1000}) == (8, 4, 1)
+    assert grid.evaluate({"N": 1000}, 132) == (32, 1, 1)  # fewer tiles than multiprocessors
+    assert grid.evaluate({"N": 100000}, 132) == (132, 1, 1)
+    assert str(grid) == "(min(ceildiv(N, 128) * 4 * 1, multiprocessors), 1, 1)"
+    again = launch.GridExpr.from_json(grid.to_json())
+    assert again == grid and again.is_well_formed()
+    assert launch.GridExpr.from_json('{"program": [["const", 1]], "outputs": [0]}').persistent is False  # older entries
 
 
 def test_every_consumer_dispatches_through_the_argument_kinds():

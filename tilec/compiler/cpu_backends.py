@@ -7,6 +7,10 @@ from __future__ import annotations
 from tilec.compiler.launch import ARG_KINDS
 from tilec.errors import TilecError
 
+SIM_PROCESSORS = 3
+"""The multiprocessors the simulator pretends to have: a persistent kernel's blocks then each loop
+over several tiles, and unevenly (3 does not divide most grids)."""
+
 
 class InterpBackend:
     """Runs the tile IR with numpy (targets/interp)."""
@@ -79,5 +83,5 @@ class SimBackend:
         from tilec.targets.interp.simt import run_kernel
 
         args = [ARG_KINDS[kind].host_value(value, arrays, sizes) for kind, value in self.spec.args]
-        run_kernel(self.module, args, self.spec.grid.evaluate(sizes), self.spec.block, self.spec.smem_bytes,
+        run_kernel(self.module, args, self.spec.grid.evaluate(sizes, SIM_PROCESSORS), self.spec.block, self.spec.smem_bytes,
                    self.spec.kernel_name)

@@ -106,10 +106,12 @@ class CudaBackend(CudaBuild):
         for i in missing:
             tensors[i] = torch.empty(output_shape(params[i], sizes, self.program.loc), dtype=params[i].dtype.torch,
                                      device=device)
-        size_key = tuple(sorted(sizes.items()))
+        size_key = (device.index, *sorted(sizes.items()))
         grid = self._grids.get(size_key)
         if grid is None:
-            grid = self._grids[size_key] = tuple(int(g) for g in self.spec.grid.evaluate(sizes))
+            processors = torch.cuda.get_device_properties(device).multi_processor_count if self.spec.grid.persistent \
+                else None
+            grid = self._grids[size_key] = tuple(int(g) for g in self.spec.grid.evaluate(sizes, processors))
         if all(g > 0 for g in grid):
             args = self.kernel_args(tensors, sizes)
             loaded = self._loaded(device.index)

@@ -37,6 +37,7 @@ class GridExpr:
 
     program: list = field(default_factory=list)  # [op, args...] per value, in order
     outputs: list[int] = field(default_factory=list)  # value numbers of gx, gy, gz
+    persistent: bool = False  # launch at most one block per multiprocessor (1-D); blocks loop over the tiles
 
     _BINARY = {
         "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
@@ -45,7 +46,17 @@ class GridExpr:
         "arith.remsi": lambda a, b: a - b * int(a / b), "arith.maxsi": max, "arith.minsi": min,
     }
 
-    def evaluate(self, sizes: dict[str, int]) -> tuple[int, int, int]:
+    def evaluate(self, sizes: dict[str, int], processors: int | None = None) -> tuple[int, int, int]:
+        """The launch grid; a persistent kernel's is 1-D, one block per tile up to `processors`
+        (the device's multiprocessors)."""
+        tiles = self.tiles(sizes)
+        if not self.persistent:
+            return tiles
+        total = tiles[0] * tiles[1] * tiles[2]
+        return (min(total, processors) if processors else total), 1, 1
+
+    def tiles(self, sizes: dict[str, int]) -> tuple[int, int, int]:
+        """The kernel's grid: one entry per block of a plain kernel, per tile of a persistent one."""
         values: list[int] = []
         for op, *args in self.program:
             if op == "const":
@@ -76,11 +87,14 @@ class GridExpr:
             else:
                 text.append(names[op].format(text[args[0]], text[args[1]]))
         dims = [text[i] for i in self.outputs] + ["1"] * (3 - len(self.outputs))
+        if self.persistent:
+            return f"(min({' * '.join(dims)}, multiprocessors), 1, 1)"
         return f"({', '.join(dims)})"
 
     def is_well_formed(self) -> bool:
         """Known ops, each reading only earlier values (a GridExpr read from the cache)."""
         if not (isinstance(self.program, list) and isinstance(self.outputs, list) and len(self.outputs) <= 3
+                and isinstance(self.persistent, bool)
                 and all(is_int(i) and i < len(self.program) for i in self.outputs)):
             return False
         for i, step in enumerate(self.program):
@@ -99,12 +113,12 @@ class GridExpr:
         return True
 
     def to_json(self) -> str:
-        return json.dumps({"program": self.program, "outputs": self.outputs})
+        return json.dumps({"program": self.program, "outputs": self.outputs, "persistent": self.persistent})
 
     @staticmethod
     def from_json(text: str) -> GridExpr:
         data = json.loads(text)
-        return GridExpr(data["program"], data["outputs"])
+        return GridExpr(data["program"], data["outputs"], data.get("persistent", False))
 
 
 def is_int(value, low: int = 0) -> bool:

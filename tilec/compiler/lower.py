@@ -4,7 +4,7 @@
       │ clone; pass_list.cuda_tile_passes(target, configs), verified after each with TILEC_VERIFY
       ▼
     tile-opt module   (kept: `Lowered.tile_opt`)
-      │ clone; convert-tile-to-thread, thread-shared-divisor
+      │ clone; convert-tile-to-thread, thread-shared-divisor, thread-sigmoid
       ▼
     thread module     (kept: `Lowered.thread`) + the LaunchSpec the runtime launches it with
 
@@ -145,6 +145,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     from tilec.dialects import context, print_ir, tile
     from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
     from tilec.passes.thread_shared_divisor import ThreadSharedDivisorPass
+    from tilec.passes.thread_sigmoid import ThreadSigmoidPass
 
     check_scalar_params(program)
     grid = grid_expr(program)
@@ -153,6 +154,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     module = tile_opt.clone()
     ConvertTileToThreadPass().apply(context(), module)
     ThreadSharedDivisorPass().apply(context(), module)  # one reciprocal per divisor, results unchanged
+    ThreadSigmoidPass().apply(context(), module)  # 1 + tanh(u) = 2·σ(2u): gelu's epilogue without cancellation
     if config.VERIFY:
         module.verify()
     if dump_dir:
@@ -169,7 +171,8 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
         d = m.data
         args.append(("tensormap", {"tensor": d["tensor"].value.data, "dtype": d["dtype"].data,
                                    "box": list(d["box"].get_values()), "swizzle": d["swizzle"].value.data}))
+    grid.persistent = "tilec.persistent" in kfunc.attributes
     block = tuple(kfunc.attributes["nvvm.maxntid"].get_values())  # a warp-specialized kernel adds its producer
-    planned = next((op.attributes.get("smem_bytes") for op in tile_opt.walk() if isinstance(op, tile.KernelOp)), None)
+    planned = next((op.smem_bytes for op in tile_opt.walk() if isinstance(op, tile.KernelOp)), None)
     return Lowered(tile_opt, module, LaunchSpec(kfunc.sym_name.data, block, smem, grid, args),
                    planned.value.data if planned is not None else 0)

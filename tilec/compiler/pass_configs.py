@@ -60,7 +60,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tilec.enable_mma", "TILEC_ENABLE_MMA",
               "tensor-core gemm (mma.sync m16n8k16) on sm_80+; on by default, False selects the SIMT gemm"),
     _honoured("tilec.enable_wgmma", "TILEC_ENABLE_WGMMA",
-              "wgmma m64nNk16 on sm_90a where the operands allow (off until measured on the GPU)"),
+              "wgmma m64nNk16 on sm_90a where the operands allow (on by default there)"),
+    _honoured("tilec.persistent", "TILEC_PERSISTENT",
+              "warp-specialized gemm kernels become persistent: one block per multiprocessor loops over the "
+              "tiles, the next tile's TMA loads overlapping this one's epilogue"),
     _honoured("tl.disable_wgmma", "TL_DISABLE_WGMMA", "keeps tile-select-mma off wgmma, even with tilec.enable_wgmma"),
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),

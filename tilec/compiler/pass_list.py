@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)] if mma else []),  # tensor cores
-        *([TileWarpSpecializePass(limit=target.smem_per_block)] if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
+        *([TileWarpSpecializePass(limit=target.smem_per_block, persistent=bool(configs.get("tilec.persistent", False)))]
+          if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         *([TileStageEpiloguePass(limit=target.smem_per_block)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass(limit=target.smem_per_block)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops

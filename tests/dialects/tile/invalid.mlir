@@ -528,7 +528,7 @@ func.func @use_swizzle_panel_size() {
 func.func @use_swizzle_order() {
   %g = arith.constant 1 : index
   tile.kernel (%bx) in (%g) threads [128, 1, 1] {
-    // expected-error@+1 {{tile.use_swizzle: order must be 'row' or 'col', got 'diag'}}
+    // expected-error@+1 {{tile.use_swizzle: order must be one of row, col, got 'diag'}}
     tile.use_swizzle {panel_size = 8 : i64, order = "diag"}
   }
   func.return
@@ -727,6 +727,326 @@ func.func @async_wait_negative() {
   tile.kernel (%bx) in (%g) threads [128, 1, 1] {
     // expected-error@+1 {{tile.async_wait: pending must be >= 0}}
     tile.async_wait {pending = -1 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: the mma kinds are tile-select-mma's, and it picks one only for 16-bit operands
+// into an f32 fragment.
+func.func @gemm_mma_f32_operands() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf32, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf32, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma = m16n8k16 multiplies f16 or bf16 into an f32 fragment, got f32 into !tile.buffer<64x64xf32, fragment>}}
+    tile.gemm %a, %b, %c {mma = "m16n8k16"} : !tile.buffer<64x32xf32, shared>, !tile.buffer<32x64xf32, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: an mma kind that does not exist.
+func.func @gemm_mma_unknown() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma must be one of m16n8k16, wgmma, got 'm16n8k8'}}
+    tile.gemm %a, %b, %c {mma = "m16n8k8"} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: wgmma reads B from shared memory only (A may be a register fragment: the RS form).
+func.func @gemm_wgmma_fragment_b() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, fragment>
+    %b = tile.alloc : !tile.buffer<32x64xf16, fragment>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma = wgmma reads A ([M, K], M % 64 zero) from shared memory or registers and B from shared memory}}
+    tile.gemm %a, %b, %c {mma = "wgmma"} : !tile.buffer<64x32xf16, fragment>, !tile.buffer<32x64xf16, fragment>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: only asynchronous wgmmas stay in flight.
+func.func @gemm_in_flight_mma_sync() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: in_flight is a fact of asynchronous wgmmas (mma = wgmma)}}
+    tile.gemm %a, %b, %c {mma = "m16n8k16", in_flight = 1 : i64} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: zero_on_entry (tile-warp-specialize dropped the fill before the loop) needs a loop.
+func.func @gemm_zero_on_entry_outside_a_loop() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: zero_on_entry is for a gemm of a loop body that accumulates}}
+    tile.gemm %a, %b, %c {mma = "wgmma", zero_on_entry} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc: a swizzle is a shared-memory layout.
+func.func @alloc_swizzle_fragment() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.alloc: swizzle is a fact of shared buffers, not of a fragment one}}
+    %f = tile.alloc {swizzle = 128 : i64} : !tile.buffer<64x64xf16, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc: the XOR swizzles are 32, 64 and 128 bytes wide.
+func.func @alloc_swizzle_width() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.alloc: swizzle must be 32, 64 or 128 bytes, got 16}}
+    %s = tile.alloc {swizzle = 16 : i64} : !tile.buffer<64x64xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc: a column chunk divides the rows.
+func.func @alloc_chunk_divides() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.alloc: chunk 48 must be positive and divide the last dim of (32, 128)}}
+    %s = tile.alloc {swizzle = 128 : i64, chunk = 48 : i64} : !tile.buffer<32x128xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc: a 128-byte-swizzled buffer starts at a multiple of 1024 bytes.
+func.func @alloc_offset_alignment() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.alloc: offset 512 must be a multiple of the buffer's alignment, 1024 bytes}}
+    %s = tile.alloc {swizzle = 128 : i64, offset = 512 : i64} : !tile.buffer<64x64xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc: a thread layout is for fragments.
+func.func @alloc_layout_shared() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.alloc: layout is a fact of fragments, not of a shared buffer}}
+    %s = tile.alloc {layout = #tile.fragment<"(4t32,2s2,8t4)x(8s4,4t1,2s1)|r()">} : !tile.buffer<64x64xf32, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.alloc: the layout covers the buffer's shape.
+func.func @alloc_layout_shape() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.alloc: a layout of shape (64, 64) for a buffer of shape (64, 32)}}
+    %f = tile.alloc {layout = #tile.fragment<"(4t32,2s2,8t4)x(8s4,4t1,2s1)|r()">} : !tile.buffer<64x32xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: in_bounds claims the region lies inside the tensor; constants can refute it.
+func.func @region_in_bounds_refuted(%A: !tile.tensor<128x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c96 = arith.constant 96 : index
+    // expected-error@+1 {{tile.region: in_bounds, but [96, 160) of dim 0 leaves the tensor's 128}}
+    %r = tile.region %A[%c96, %c0] {in_bounds} : !tile.tensor<128x64xf16> -> !tile.tensor<64x64xf16>
+  }
+  func.return
+}
+
+// -----
+
+// tile.region: in_bounds is about global tensors (buffers have no out-of-range part).
+func.func @region_in_bounds_buffer() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.region: in_bounds is a fact of accesses of global tensors, not of a shared tile}}
+    %r = tile.region %s[%c0, %c0] {in_bounds} : !tile.buffer<64x64xf16, shared> -> !tile.buffer<32x64xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: a pipelined loop's stages are recorded on the serial loop tile-pipeline makes of it.
+func.func @for_pipelined_stages_kind() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    // expected-error@+1 {{tile.for: a loop with pipelined_stages is the serial loop its stages run in, not pipelined}}
+    tile.for %i = %c0 to %c4 step %g {
+    } {kind = "pipelined", num_stages = 2 : i64, pipelined_stages = 2 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: software pipelining needs at least two stages.
+func.func @for_pipelined_stages_one() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    // expected-error@+1 {{tile.for: pipelined_stages must be >= 2, got 1}}
+    tile.for %i = %c0 to %c4 step %g {
+    } {pipelined_stages = 1 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: a warp-specialized loop is the consumers' loop of a tile.warp_specialize.
+func.func @for_warp_specialized_outside() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    // expected-error@+1 {{tile.for: warp_specialized_stages on a loop outside the consumer region of a tile.warp_specialize}}
+    tile.for %i = %c0 to %c4 step %g {
+    } {warp_specialized_stages = 2 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.kernel: smem_bytes covers every planned buffer.
+func.func @kernel_smem_bytes_short() {
+  %g = arith.constant 1 : index
+  // expected-error@+1 {{tile.kernel: smem_bytes = 1024, but a shared buffer is planned at bytes (0, 8192)}}
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc {offset = 0 : i64} : !tile.buffer<64x64xf16, shared>
+  } {smem_bytes = 1024 : i64}
+  func.return
+}
+
+// -----
+
+// tile.parallel: the layout covers the loop's extents.
+func.func @parallel_layout_shape() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.parallel: a layout of shape (64, 64) for extents (64, 32)}}
+    tile.parallel (%i, %j) in [64, 32] {
+    } {layout = #tile.fragment<"(4t32,2s2,8t4)x(8s4,4t1,2s1)|r()">}
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: mma.sync tiles are 16x8x16.
+func.func @gemm_mma_tile_multiple() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<24x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<24x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma = m16n8k16 needs M % 16, N % 8 and K % 16 zero, got (24, 64, 32)}}
+    tile.gemm %a, %b, %c {mma = "m16n8k16"} : !tile.buffer<24x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<24x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: a count of wgmma groups left running.
+func.func @gemm_in_flight_negative() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x32xf16, shared>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: in_flight must be >= 0}}
+    tile.gemm %a, %b, %c {mma = "wgmma", in_flight = -1 : i64} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.load: an in-bounds element of a region that is not known to be in bounds.
+func.func @load_in_bounds_of_an_unproven_region(%A: !tile.tensor<128x64xf16>, %i: index) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %r = tile.region %A[%i, %c0] : !tile.tensor<128x64xf16> -> !tile.tensor<64x64xf16>
+    // expected-error@+1 {{tile.load: in_bounds on a view of a region that is not in_bounds itself}}
+    %v = tile.load %r[%c0, %c0] {in_bounds} : !tile.tensor<64x64xf16> -> f16
+  }
+  func.return
+}
+
+// -----
+
+// tile.for: one transformation per loop.
+func.func @for_pipelined_and_warp_specialized() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    // expected-error@+1 {{tile.for: a loop is pipelined (pipelined_stages) or warp-specialized, not both}}
+    tile.for %i = %c0 to %c4 step %g {
+    } {pipelined_stages = 2 : i64, warp_specialized_stages = 2 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.tma_load: a region of a rank-4 tensor fills a 2-D tile when its extents are the tile's
+// once unit dims are dropped; [1, 64, 2, 32] is not a 64x64 tile.
+func.func @tma_load_region_not_the_tile(%X: !tile.tensor<1x64x2x32xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %b = tile.alloc_barrier {arrive_count = 1 : i64} : !tile.mbarrier
+    // expected-error@+1 {{tile.tma_load: the region (1, 64, 2, 32) and the tile (64, 64) must have one shape}}
+    tile.tma_load %X, %s, %b : !tile.tensor<1x64x2x32xf16>, !tile.buffer<64x64xf16, shared>, !tile.mbarrier
   }
   func.return
 }

@@ -1,5 +1,6 @@
 // RUN: tilec opt %s | tilec opt - | filecheck %s
 // RUN: tilec opt %s --generic | tilec opt - | filecheck %s
+// RUN: tilec opt %s --generic | filecheck %s --check-prefix=GENERIC
 
 // Round trip of every tile op and type: the custom form, and the generic form
 // parsed back, both print the same custom form. (`tilec opt -` reads stdin;
@@ -62,7 +63,7 @@ func.func @loops() {
 // CHECK-LABEL: func.func @buffers_and_regions
 // CHECK-SAME:  (%[[A:.*]]: !tile.tensor<256x128xf16>, %[[D:.*]]: !tile.tensor<?x?xf32>)
 // CHECK:       %[[S:.*]] = tile.alloc : !tile.buffer<64x32xf16, shared>
-// CHECK:       tile.alloc {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">} : !tile.buffer<64x64xf32, fragment>
+// CHECK:       tile.alloc {layout = #tile.fragment<"(8s4,8t16)x(16t1,4s1)|r()">} : !tile.buffer<64x64xf32, fragment>
 // CHECK:       tile.alloc : !tile.buffer<8xi32, local>
 // CHECK:       tile.region %[[A]][%{{.*}}, %{{.*}}] : !tile.tensor<256x128xf16> -> !tile.tensor<64x32xf16>
 // CHECK:       tile.region %[[S]][%{{.*}}, %{{.*}}] : !tile.buffer<64x32xf16, shared> -> !tile.buffer<16x32xf16, shared>
@@ -77,7 +78,7 @@ func.func @buffers_and_regions(%A: !tile.tensor<256x128xf16>, %D: !tile.tensor<?
     %c0 = arith.constant 0 : index
     %c16 = arith.constant 16 : index
     %s = tile.alloc : !tile.buffer<64x32xf16, shared>
-    %f = tile.alloc {layout = #tile.fragment<"(4s8)x(128t1,8s1)|r()">} : !tile.buffer<64x64xf32, fragment>
+    %f = tile.alloc {layout = #tile.fragment<"(8s4,8t16)x(16t1,4s1)|r()">} : !tile.buffer<64x64xf32, fragment>
     %l = tile.alloc : !tile.buffer<8xi32, local>
     %a = tile.region %A[%bx, %c0] : !tile.tensor<256x128xf16> -> !tile.tensor<64x32xf16>
     %r = tile.region %s[%c16, %c0] : !tile.buffer<64x32xf16, shared> -> !tile.buffer<16x32xf16, shared>
@@ -216,5 +217,60 @@ func.func @annotations_and_sync() {
 // CHECK-SAME:  !tile.tensor<8xi8>, %{{.*}}: !tile.tensor<8xi16>, %{{.*}}: !tile.tensor<8xi32>, %{{.*}}: !tile.tensor<8xi64>
 // CHECK-SAME:  !tile.tensor<8xui8>, %{{.*}}: !tile.tensor<8xi1>, %{{.*}}: !tile.tensor<8xf8E4M3FN>
 func.func @element_types(%a: !tile.tensor<8xf16>, %b: !tile.tensor<8xbf16>, %c: !tile.tensor<8xf32>, %d: !tile.tensor<8xf64>, %e: !tile.tensor<8xi8>, %f: !tile.tensor<8xi16>, %g: !tile.tensor<8xi32>, %h: !tile.tensor<8xi64>, %i: !tile.tensor<8xui8>, %j: !tile.tensor<8xi1>, %k: !tile.tensor<8xf8E4M3FN>) {
+  func.return
+}
+
+// The facts passes hand each other, as typed properties (the pass contract): the shared layout
+// and offset of an allocation, the fragment layout, `in_bounds`, `async`, the mma kind and the
+// wgmma facts of a gemm, the stages of a transformed loop, why a loop was not warp-specialized,
+// the kernel's shared-memory total. The custom form spells enums as strings; the generic form
+// holds the typed enum attributes.
+// CHECK-LABEL: func.func @pass_facts
+// CHECK:       tile.alloc {swizzle = 64 : i64, offset = 0 : i64} : !tile.buffer<2x64x32xf16, shared>
+// CHECK:       tile.alloc {swizzle = 128 : i64, chunk = 64 : i64, offset = 8192 : i64} : !tile.buffer<32x128xf16, shared>
+// CHECK:       tile.alloc {layout = #tile.fragment<"(4t32,2s2,8t4)x(16s4,4t1,2s1)|r()">} : !tile.buffer<64x128xf32, fragment>
+// CHECK:       tile.region %{{.*}}[%{{.*}}, %{{.*}}] {in_bounds} : !tile.tensor<128x64xf16> -> !tile.tensor<64x32xf16>
+// CHECK:       tile.copy %{{.*}}, %{{.*}} {async} : !tile.tensor<64x32xf16>, !tile.buffer<64x32xf16, shared>
+// CHECK:       tile.load %{{.*}}[%{{.*}}, %{{.*}}] {in_bounds} : !tile.tensor<128x64xf16> -> f16
+// CHECK:       tile.gemm %{{.*}}, %{{.*}}, %{{.*}} {mma = "wgmma", in_flight = 1 : i64, zero_on_entry} :
+// CHECK:       } {pipelined_stages = 2 : i64}
+// CHECK:       } {kind = "pipelined", num_stages = 2 : i64, not_warp_specialized = "the loop writes global memory"}
+// CHECK:       } {layout = #tile.fragment<"(4t32,2s2,8t4)x(16s4,4t1,2s1)|r()">}
+// CHECK:       } {smem_bytes = 16384 : i64}
+// GENERIC-LABEL: sym_name = "pass_facts"
+// GENERIC:     "tile.kernel"(%{{.*}}) <{threads = array<i64: 128, 1, 1>, smem_bytes = 16384 : i64}>
+// GENERIC:     "tile.for"(%{{.*}}) <{pipelined_stages = 2 : i64, kind = #tile<loop_kind serial>}>
+// GENERIC:     "tile.gemm"(%{{.*}}) <{mma = #tile<mma_kind wgmma>, in_flight = 1 : i64, zero_on_entry, {{.*}}policy = #tile<gemm_policy square>
+// GENERIC:     "tile.for"(%{{.*}}) <{kind = #tile<loop_kind pipelined>
+// GENERIC:     "tile.reduce"(%{{.*}}) <{kind = #tile<reduce_kind sum>
+// GENERIC:     "tile.atomic"(%{{.*}}) <{kind = #tile<atomic_kind min>}>
+// GENERIC:     "tile.use_swizzle"() <{panel_size = 4 : i64, order = #tile<raster_order col>}>
+func.func @pass_facts(%A: !tile.tensor<128x64xf16>, %C: !tile.tensor<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c2 = arith.constant 2 : index
+    %c32 = arith.constant 32 : index
+    %a = tile.alloc {swizzle = 64 : i64, offset = 0 : i64} : !tile.buffer<2x64x32xf16, shared>
+    %b = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64, offset = 8192 : i64} : !tile.buffer<32x128xf16, shared>
+    %acc = tile.alloc {layout = #tile.fragment<"(4t32,2s2,8t4)x(16s4,4t1,2s1)|r()">} : !tile.buffer<64x128xf32, fragment>
+    tile.for %k = %c0 to %c2 step %c1 {
+      %off = arith.muli %k, %c32 : index
+      %r = tile.region %A[%c0, %off] {in_bounds} : !tile.tensor<128x64xf16> -> !tile.tensor<64x32xf16>
+      %s = tile.stage %a[%k] : !tile.buffer<2x64x32xf16, shared> -> !tile.buffer<64x32xf16, shared>
+      tile.copy %r, %s {async} : !tile.tensor<64x32xf16>, !tile.buffer<64x32xf16, shared>
+      %v = tile.load %A[%c0, %off] {in_bounds} : !tile.tensor<128x64xf16> -> f16
+      tile.gemm %s, %b, %acc {mma = "wgmma", in_flight = 1 : i64, zero_on_entry} : !tile.buffer<64x32xf16, shared>, !tile.buffer<32x128xf16, shared>, !tile.buffer<64x128xf32, fragment>
+    } {pipelined_stages = 2 : i64}
+    tile.for %k = %c0 to %c2 step %c1 {
+    } {kind = "pipelined", num_stages = 2 : i64, not_warp_specialized = "the loop writes global memory"}
+    tile.parallel (%i, %j) in [64, 128] {
+    } {layout = #tile.fragment<"(4t32,2s2,8t4)x(16s4,4t1,2s1)|r()">}
+    %m = tile.alloc : !tile.buffer<64xf32, fragment>
+    tile.reduce %acc, %m {kind = "sum", dim = 1 : i64, clear = true} : !tile.buffer<64x128xf32, fragment>, !tile.buffer<64xf32, fragment>
+    %one = arith.constant 1.0 : f32
+    tile.atomic %C[%c0, %c0], %one {kind = "min"} : !tile.tensor<64x64xf32>, f32
+    tile.use_swizzle {panel_size = 4 : i64, order = "col"}
+  } {smem_bytes = 16384 : i64}
   func.return
 }
