@@ -3,7 +3,7 @@
     python tools/run_tilelang_examples.py                       # all 35 test files in scope
     python tools/run_tilelang_examples.py gemm flash_attention  # only these folders
     python tools/run_tilelang_examples.py --examples .gpu/tilelang-examples --timeout 900 --json out.json
-    python tools/run_tilelang_examples.py --jobs 8 --timeout 300 --deadline 420 --json out.json  # on the GPU
+    python tools/run_tilelang_examples.py --jobs 8 --timeout 300 --deadline 400 --json out.json --table out.md  # GPU
     python tools/run_tilelang_examples.py --also-compile sm_90a      # CPU: each kernel also built for sm_90a
 
 The examples (test data: TileLang's own `*/test_*.py`, each calling an example's `main()`, which
@@ -256,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="keyword", help="pytest -k expression inside each file")
     parser.add_argument("--jobs", type=int, default=1, help="test files run at once (default 1)")
     parser.add_argument("--json", help="write the rows as JSON here")
+    parser.add_argument("--table", help="write the summary table (markdown) here too")
     parser.add_argument("--keep", help="copy the examples to this folder (kept) instead of a temporary one")
     args = parser.parse_args(argv)
     start = time.time()
@@ -311,8 +312,11 @@ def main(argv: list[str] | None = None) -> int:
         for rel in files:
             rows.extend(one(rel))
     print()
-    print(summarize(rows))
-    print(f"wall time {time.time() - start:.0f} s")
+    table = summarize(rows) + f"\nwall time {time.time() - start:.0f} s"
+    print(table)
+    if args.table:
+        with open(args.table, "w", encoding="utf-8") as f:
+            f.write(table + "\n")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

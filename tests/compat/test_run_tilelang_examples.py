@@ -45,7 +45,7 @@ def test_rows_first_error_lines_deadline_and_not_run(tmp_path, capsys):
     examples = _examples(tmp_path)
     out = tmp_path / "rows.json"
     code = runner.main(["--examples", str(examples), "--cuda-on-cpu", "--timeout", "120", "--deadline", "15",
-                        "--json", str(out), "--keep", str(tmp_path / "work")])
+                        "--json", str(out), "--table", str(tmp_path / "table.md"), "--keep", str(tmp_path / "work")])
     assert code == 0
     rows = {r["test"].split("::")[-1]: r for r in json.loads(out.read_text())}
     assert set(rows) == {"test_passes", "test_fails", "test_slow", "test_never_reached"}  # amd/ is out of scope
@@ -55,6 +55,7 @@ def test_rows_first_error_lines_deadline_and_not_run(tmp_path, capsys):
     assert rows["test_slow"]["outcome"] == "timeout"  # ended at the deadline
     assert rows["test_never_reached"]["outcome"] == "not run"
     table = capsys.readouterr().out
+    assert (tmp_path / "table.md").read_text().splitlines()[0] == "| test | outcome | s | first error line |"
     assert "| a/test_a.py::test_fails | fail |" in table and "4 rows: 1 fail, 1 not run, 1 pass, 1 timeout" in table
 
 
