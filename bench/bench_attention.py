@@ -26,22 +26,16 @@ import sys
 import tempfile
 
 import torch
+from kernels_dir import reference_kernels  # bench/kernels_dir.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 
 
-def _kernels_dir() -> str:
-    for path in (os.environ.get("TILEC_SHARED_KERNELS", ""), os.path.join(ROOT, ".gpu", "kernels"),
-                 os.path.join(os.path.dirname(ROOT), "shared", "kernels")):
-        if path and os.path.isdir(path):
-            return path
-    raise SystemExit("the reference kernels (shared/kernels) are not here; set TILEC_SHARED_KERNELS")
 
-
-sys.path.insert(0, _kernels_dir())
-import tilec
+sys.path.insert(0, reference_kernels())
 from flash_attention import flash_fwd  # shared/kernels/flash_attention.py
+
+import tilec
 
 sys.path.pop(0)
 sys.modules.pop("_common", None)

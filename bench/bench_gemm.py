@@ -27,24 +27,18 @@ import sys
 import tempfile
 
 import torch
+from kernels_dir import reference_kernels  # bench/kernels_dir.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 
-
-def _kernels_dir() -> str:
-    for path in (os.environ.get("TILEC_SHARED_KERNELS", ""), os.path.join(ROOT, ".gpu", "kernels"),
-                 os.path.join(os.path.dirname(ROOT), "shared", "kernels")):
-        if path and os.path.isdir(path):
-            return path
-    raise SystemExit("the reference kernels (shared/kernels) are not here; set TILEC_SHARED_KERNELS")
 
 
 # the reference kernels first: their own `_common` helpers, then the bench's (the same module name)
-sys.path.insert(0, _kernels_dir())
-import tilec.language as T  # noqa: E402
+sys.path.insert(0, reference_kernels())
 from gemm import matmul  # noqa: E402 - shared/kernels/gemm.py
 from gemm_bias_gelu import gemm_bias_gelu  # noqa: E402 - shared/kernels/gemm_bias_gelu.py
+
+import tilec.language as T  # noqa: E402
 
 sys.path.pop(0)
 sys.modules.pop("_common", None)

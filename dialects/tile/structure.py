@@ -95,6 +95,15 @@ def _parse_body(parser: Parser, args: Sequence[Parser.Argument]) -> Region:
     return region
 
 
+def _print_grid_args(printer: Printer, args, grid) -> None:
+    """` (%a, %b) in (%ga, %gb)`: a region's index arguments over its grid."""
+    printer.print_string(" (")
+    printer.print_list(args, printer.print_ssa_value)
+    printer.print_string(") in (")
+    printer.print_list(grid, printer.print_ssa_value)
+    printer.print_string(")")
+
+
 def _parse_index_args(parser: Parser) -> list[Parser.Argument]:
     return [
         arg.resolve(IndexType())
@@ -169,11 +178,8 @@ class KernelOp(IRDLOperation):
                      f"{self.name}: smem_bytes = {total}, but a shared buffer is planned at bytes {span}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" (")
-        printer.print_list(self.body.block.args, printer.print_ssa_value)
-        printer.print_string(") in (")
-        printer.print_list(self.grid, printer.print_ssa_value)
-        printer.print_string(f") threads [{', '.join(map(str, self.thread_extents))}]")
+        _print_grid_args(printer, self.body.block.args, self.grid)
+        printer.print_string(f" threads [{', '.join(map(str, self.thread_extents))}]")
         _print_body(printer, self.body)
         print_attr_dict(printer, self, exclude=("threads",))
 

@@ -42,7 +42,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, RecursiveMemoryEffect, SingleBlockImplicitTerminator
 
-from .structure import YieldOp, _parse_body, _parse_index_args, _print_body
+from .structure import YieldOp, _parse_body, _parse_index_args, _print_body, _print_grid_args
 from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
 
 _INDEX = IndexType()
@@ -318,11 +318,7 @@ class PersistentOp(IRDLOperation):
                  f"{self.name}: the body needs one tile index per grid dimension and the count of tiles before")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" (")
-        printer.print_list(self.body.block.args, printer.print_ssa_value)
-        printer.print_string(") in (")
-        printer.print_list(self.grid, printer.print_ssa_value)
-        printer.print_string(")")
+        _print_grid_args(printer, self.body.block.args, self.grid)
         _print_body(printer, self.body)
         printer.print_op_attributes(self.attributes)
 
