@@ -39,12 +39,11 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     staged, at = False, 0
     operands = []
     wgmma = op.mma_kind == tile.MmaKind.WGMMA
-    if not wgmma and _in_consumer_region(op):
+    if not wgmma and _in_consumer_region(op) and any(isinstance(v.owner, tile.StageOp) for v in (op.a, op.b)):
         # measured on the H200: TileLang's barrierpipe example (a T.ws consumer's mma.sync gemm of
-        # stage views) gave wrong results; the simulator cannot run it either. Refused until fixed.
-        raise L.error(op, "a T.gemm in the consumer of a warp-specialized kernel runs only on wgmma on the CUDA "
-                          "target, and this one cannot (its operands are not whole shared tiles wgmma reads, e.g. "
-                          "stage views buf[s, :, :])",
+        # TMA-filled stage views) gave wrong results; the simulator cannot run it. Refused until fixed.
+        raise L.error(op, "a T.gemm of stage views (buf[s, :, :]) in the consumer of a warp-specialized kernel "
+                          "runs only on wgmma on the CUDA target, and wgmma does not read stage views yet",
                       hint="allocate one shared tile per stage, or write the loop as T.Pipelined and let tilec "
                            "warp-specialize it")
     for v in (a, b):

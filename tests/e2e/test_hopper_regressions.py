@@ -150,3 +150,49 @@ def test_a_loop_bound_loaded_by_the_threads_is_not_warp_specialized():
     a, b = torch.randn(256, 64).half(), torch.randn(64, 64).half()
     ref = sum(a[i * 64:(i + 1) * 64].float() @ b.float() for i in range(3))
     assert ((kernel(a, b, torch.tensor([192], dtype=torch.int32)) - ref).norm() / ref.norm()) < 1e-5
+
+
+def _mma_gemm_after_a_warp_specialized_loop():
+    import tilec.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((12, 32), T.bfloat16), B: T.Tensor((63, 32), T.bfloat16), V: T.Tensor((63, 16), T.bfloat16),
+             O: T.Tensor((12, 32), T.float16)):
+        with T.Kernel(2, 1, threads=128) as (bx, by):
+            a0 = T.alloc_shared((64, 32), T.bfloat16)
+            b1 = T.alloc_shared((56, 32), T.bfloat16)
+            c2 = T.alloc_fragment((64, 56), T.float32)
+            T.clear(c2)
+            for ko in T.Pipelined(T.ceildiv(32, 32), num_stages=0):
+                T.copy(A[by * 64, ko * 32], a0)
+                T.copy(B[bx * 56, ko * 32], b1)
+                T.gemm(a0, b1, c2, transpose_B=True)
+            p3 = T.alloc_shared((64, 56), T.bfloat16)
+            v4 = T.alloc_shared((56, 16), T.bfloat16)
+            o5 = T.alloc_fragment((64, 16), T.float32)
+            T.copy(c2, p3)
+            T.copy(V[bx * 56, 0], v4)
+            T.fill(o5, 0.0)
+            T.gemm(p3, v4, o5)
+            T.copy(o5, O[by * 64, bx * 16])
+
+    return main
+
+
+def test_an_mma_gemm_after_a_warp_specialized_loop_still_builds():
+    """Fuzz seed 31000284: the refusal of non-wgmma gemms of stage views in a consumer region must
+    leave alone a SIMT or mma.sync gemm of plain tiles there (after the loop, in the consumers' epilogue)."""
+    import torch
+
+    import tilec
+
+    kernel = tilec.compile(_mma_gemm_after_a_warp_specialized_loop(), out_idx=[3], target="sim")
+    assert "tilec.warp_roles" in kernel.get_ir("thread")  # the loop is warp-specialized; the second gemm is not wgmma
+    a, b, v = torch.randn(12, 32).bfloat16(), torch.randn(63, 32).bfloat16(), torch.randn(63, 16).bfloat16()
+    got = kernel(a, b, v).float()
+    ref = torch.zeros(12, 32)
+    for bx in range(2):
+        s = (a.float() @ b.float()[bx * 56:(bx + 1) * 56].T).bfloat16().float()
+        vv = v.float()[bx * 56:(bx + 1) * 56]
+        ref[:, bx * 16:(bx + 1) * 16] = s[:, :vv.shape[0]] @ vv
+    assert ((got - ref).norm() / ref.norm()) < 1e-2
