@@ -12,6 +12,7 @@ from tilec.dialects import tile
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 
 INDEX = IndexType()
 
@@ -164,3 +165,20 @@ def fitting_stages(kernel: tile.KernelOp, copies: list[StagedCopy], stages: int,
     while stages >= 1 and others + stages * per_stage + 1024 > limit:  # 1 KB: barriers, alignment
         stages -= 1
     return stages if stages >= 1 else None
+
+
+def use_stage_views(copies: list[StagedCopy], buffers: dict, views: dict, body: Block) -> None:
+    """The staged copies go; every use of a single-stage tile reads its stage view instead (a layout
+    annotation names the multi-buffered tile); then the tiles and their now unused source addresses go."""
+    for c in copies:
+        Rewriter.erase_op(c.op)
+    for alloc, view in views.items():
+        for use in list(alloc.result.uses):
+            if isinstance(use.operation, tile.AnnotateLayoutOp):
+                use.operation.operands[use.index] = buffers[alloc]
+            else:
+                use.operation.operands[use.index] = view
+        Rewriter.erase_op(alloc)
+    for op in reversed(list(body.ops)):  # the single-stage source addresses, now unused
+        if pure(op) and all(not r.uses for r in op.results):
+            Rewriter.erase_op(op)

@@ -55,8 +55,8 @@ from .loop_stages import (
     StagedCopy,
     clone_slice,
     fitting_stages,
-    pure,
     staged_copy,
+    use_stage_views,
     writes_global,
 )
 
@@ -138,18 +138,7 @@ def _pipeline(loop: tile.ForOp, stages: int, limit: int) -> bool:
     views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
     Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
 
-    for c in copies:
-        Rewriter.erase_op(c.op)
-    for alloc, view in views.items():
-        for use in list(alloc.result.uses):
-            if isinstance(use.operation, tile.AnnotateLayoutOp):
-                use.operation.operands[use.index] = buffers[alloc]
-            else:
-                use.operation.operands[use.index] = view
-        Rewriter.erase_op(alloc)
-    for op in reversed(list(body.ops)):  # the single-stage source addresses, now unused
-        if pure(op) and all(not r.uses for r in op.results):
-            Rewriter.erase_op(op)
+    use_stage_views(copies, buffers, views, body)
 
     # nothing in flight after the loop, and every thread done reading its stages before anything
     # after it (or the next prologue, when an outer loop runs this one again) writes them

@@ -48,7 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value, value_range
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
-                          writes_global)
+                          use_stage_views, writes_global)
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
 
@@ -274,18 +274,7 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: 
     head.ops.append(tile.MBarrierWaitParityOp(full, phase, stage))
     views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
     Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
-    for c in plan.copies:
-        Rewriter.erase_op(c.op)
-    for alloc, view in views.items():
-        for use in list(alloc.result.uses):
-            if isinstance(use.operation, tile.AnnotateLayoutOp):
-                use.operation.operands[use.index] = buffers[alloc]
-            else:
-                use.operation.operands[use.index] = view
-        Rewriter.erase_op(alloc)
-    for op in reversed(list(body.ops)):  # the single-stage source addresses, now unused
-        if pure(op) and all(not r.uses for r in op.results):
-            Rewriter.erase_op(op)
+    use_stage_views(plan.copies, buffers, views, body)
     gemms = [op for op in body.walk() if isinstance(op, tile.GemmOp)]
     overlap = len(gemms) == 1 and stages > 1 and _gemm_alone(gemms[0], body)
     for g in gemms:  # one group in flight across iterations, or each gemm waited for (attention's S is read next)
