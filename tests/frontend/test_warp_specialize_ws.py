@@ -142,7 +142,8 @@ def test_a_ws_consumer_gemm_that_is_not_wgmma_is_refused():
     results on the H200 (2026-12-01), so the CUDA target refuses it where it is written."""
     with pytest.raises(TilecError, match=r"stage views .* in the consumer of a warp-specialized kernel runs only on wgmma") as e:
         tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a")
-    assert "test_warp_specialize_ws.py" in str(e.value)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "T.gemm(A_s[ko % stages, :, :]" in text)
+    assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
 
 
 def test_pipelined_stages_around_ws_blocks_are_reported_as_not_applied():

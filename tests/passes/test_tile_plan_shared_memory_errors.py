@@ -49,3 +49,13 @@ def test_under_a_larger_limit_plans_offsets():
     TilePlanSharedMemoryPass(limit=400_000).apply(tilec.dialects.context(), module)
     kernel = next(op for op in module.walk() if op.name == "tile.kernel")
     assert kernel.smem_bytes.value.data == 393216
+
+
+def test_through_the_compiler_the_error_names_the_target():
+    import tilec
+
+    with pytest.raises(TilecError) as info:
+        tilec.compile(T.prim_func(too_big), target="sm_80")
+    text = str(info.value)
+    assert f"{__file__}:{_kernel_line()}:" in text
+    assert "bytes on sm_80; shared buffers:" in text
