@@ -7,8 +7,9 @@ Triton, measured in the same run.
 
 The tilec kernels are the reference programs `shared/kernels/gemm.py` (C = A @ B) and
 `gemm_bias_gelu.py` (C = gelu_tanh(A @ B + bias)), unmodified, with their tile arguments; the
-best of a few tile configurations, each plain and persistent (pass config `tilec.persistent`;
-BENCH_GEMM_PERSISTENT=0 or 1 keeps one), is reported (each one is listed in the log). Baselines:
+best of a few tile configurations, each under the schedules of BENCH_GEMM_SCHEDULES (default
+"plain,persistent,pingpong": pass configs `tilec.persistent` and `tilec.pingpong`, the latter for
+kernels of one warpgroup, threads=128), is reported (each one is listed in the log). Baselines:
 cuBLAS (`a @ b`), torch unfused (`gelu(a @ b + bias)`), and Triton's matmul tutorial kernel
 (grouped rasterization) autotuned here over eight configurations of tiles, stages and warps,
 with the bias + gelu epilogue fused for the gelu shape. Every implementation is checked
@@ -54,8 +55,9 @@ GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096
 # (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256)]
-# persistent variants (pass config `tilec.persistent`): "0", "1" or "0,1" (both, each reported)
-PERSISTENT = [bool(int(x)) for x in os.environ.get("BENCH_GEMM_PERSISTENT", "0,1").split(",")]
+# schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128)
+SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,persistent,pingpong").split(",")
+CONFIGS = {"plain": {}, "persistent": {"tilec.persistent": True}, "pingpong": {"tilec.pingpong": True}}
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
@@ -157,10 +159,10 @@ def sass_features(kernel) -> str:
 def tilec_best(build, args, ref, flops: int, log: list, label: str):
     """Each tile configuration of a reference kernel: (ms, err, tiles, sass) of the fastest correct one."""
     best = None
-    for tiles, persistent in [(t, p) for t in TILES for p in PERSISTENT]:
-        name = "x".join(map(str, tiles)) + (" persistent" if persistent else "")
+    for tiles, schedule in [(t, s) for t in TILES for s in SCHEDULES if s != "pingpong" or t[4] == 128]:
+        name = "x".join(map(str, tiles)) + ("" if schedule == "plain" else f" {schedule}")
         try:
-            kernel = build(*tiles, persistent)
+            kernel = build(*tiles, CONFIGS[schedule])
             err = rel_err(kernel(*args), ref)
         except Exception as e:  # noqa: BLE001 - e.g. a configuration over the shared-memory budget
             log.append({"impl": label, "tiles": tiles, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
@@ -168,7 +170,7 @@ def tilec_best(build, args, ref, flops: int, log: list, label: str):
             continue
         ms = float("nan") if ONCE or err > 1e-2 else bench_ms(lambda kernel=kernel: kernel(*args))
         sass = sass_features(kernel)
-        log.append({"impl": label, "tiles": tiles, "persistent": persistent, "ms": ms, "rel_err": err, "sass": sass,
+        log.append({"impl": label, "tiles": tiles, "schedule": schedule, "ms": ms, "rel_err": err, "sass": sass,
                     "tflops": flops / (ms * 1e-3) / 1e12})
         print(f"  {label} {name}: {ms * 1e3:.0f} us, err {err:.1e}, SASS {sass}", flush=True)
         if err <= 1e-2 and (best is None or ms < best[0]):
@@ -208,8 +210,8 @@ def main() -> int:
         jit = matmul if bias is None else gemm_bias_gelu
         args = (a, b) if bias is None else (a, b, bias)
 
-        def build(bm, bn, bk, s, t, persistent, jit=jit):
-            jit.pass_configs = {"tilec.persistent": persistent}
+        def build(bm, bn, bk, s, t, configs, jit=jit):
+            jit.pass_configs = dict(configs)
             return jit(m, n, k, bm, bn, bk, s, t, dtype=tdt)
         klog: list = []
         best = tilec_best(build, args, ref, flops, klog, "tilec")

@@ -7,7 +7,8 @@ Establishes: in the consumer region of a `tile.warp_specialize` (or its `tile.pe
   and a copy of that tile into the region. The fragment's layout gives each thread pairs of a
   row (4-byte stores, scattered over 8 rows per warp); the shared tile is then read 16 bytes a
   thread and stored row-contiguous, a warp writing 512 bytes at a time. The planner may give
-  the tile the bytes of the pipeline stages, which the loop has finished with.
+  the tile the bytes of the pipeline stages, which the loop has finished with. Under a ping-pong
+  split (`consumer_groups` > 1) each group gets a tile of its own (consumer_groups.py).
 Fails: never; a copy whose tile would not fit the target's shared memory stays direct.
 
     tile.copy %C_f, %c : !tile.buffer<128x256xf32, fragment>, !tile.tensor<128x256xf16>
@@ -28,6 +29,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from .consumer_groups import give_each_group
+
 __all__ = ["TileStageEpiloguePass"]
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4}
@@ -37,12 +40,12 @@ def _accumulators(region_block) -> set:
     return {op.c for op in region_block.walk() if isinstance(op, tile.GemmOp) and op.mma_kind == tile.MmaKind.WGMMA}
 
 
-def _stage(copy: tile.CopyOp, limit: int) -> None:
+def _stage(copy: tile.CopyOp, limit: int, ws: tile.WarpSpecializeOp) -> None:
     src, dst = copy.src.type, copy.dst.type
     esize = _BYTES.get(str(dst.element_type))
     if esize is None or src.rank != 2 or dst.rank != 2 or src.shape != dst.shape:
         return
-    if math.prod(dst.shape) * esize > limit // 2:  # leave room: the planner must still fit the kernel
+    if math.prod(dst.shape) * esize * ws.groups > limit // 2:  # leave room: the planner must still fit the kernel
         return
     row_bytes = dst.shape[-1] * esize
     alloc = tile.AllocOp(tile.BufferType(dst.shape, dst.element_type, "shared"))
@@ -59,6 +62,8 @@ def _stage(copy: tile.CopyOp, limit: int) -> None:
     first = kernel.body.block.first_op
     Rewriter.insert_op(alloc, InsertPoint.before(first))  # allocations live at the kernel's top level
     Rewriter.replace_op(copy, [into, out])
+    if ws.groups > 1:  # ping-pong: each consumer group stores its own tile
+        give_each_group(ws, alloc)
 
 
 @dataclass(frozen=True)
@@ -79,4 +84,4 @@ class TileStageEpiloguePass(ModulePass):
             accs = _accumulators(block)
             for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
                 if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):
-                    _stage(copy, self.limit)
+                    _stage(copy, self.limit, ws)

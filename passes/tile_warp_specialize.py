@@ -18,6 +18,11 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   more gemms or other uses of their results (attention: Q K^T, the softmax, P V) waits for each
   gemm (`in_flight = 0`) and releases its own stage at the end of the iteration.
   The loop becomes "serial" with `warp_specialized_stages = S`.
+  Persistent (`persistent`): each role loops over the block's tiles in a `tile.persistent`, the
+  ring continuing from tile to tile. Ping-pong (`pingpong`, a kernel of one warpgroup): two
+  consumer groups (`consumer_groups = 2`), each the kernel's 128 threads with its own shared
+  tiles (consumer_groups.py), take alternate tiles; the producer streams their stages in tile
+  order, so one group's gemms run while the other stores its tile (CUTLASS's ping-pong kernel).
 Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline, with the
   reason in the loop's `not_warp_specialized` property when a loop was a candidate.
 
@@ -47,12 +52,14 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value, value_range
+from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
                           use_stage_views, writes_global)
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
 
 PRODUCER_THREADS = 128
+WARPGROUP = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4}
@@ -120,7 +127,7 @@ def _decline(loop: tile.ForOp | None, why: str) -> None:
         loop.not_warp_specialized = StringAttr(why)
 
 
-def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False) -> _Plan | None:
+def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: int = 1) -> _Plan | None:
     loops = _top_loops(kernel)
     loop = loops[0] if len(loops) == 1 else None
     if loop is None:
@@ -172,7 +179,10 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False) -> _Plan 
                 preloads.append(copy)
     stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
     if persistent and not preloads and persistent_fits(kernel, loop):  # the epilogue's tiles get bytes of their own
-        limit -= _epilogue_bytes(kernel, loop)
+        limit -= _epilogue_bytes(kernel, loop) * groups
+        staged = {c.alloc for c in copies}  # ping-pong: each further group has its own copy of the other tiles
+        limit -= (groups - 1) * sum(op.nbytes for op in kernel.walk() if isinstance(op, tile.AllocOp)
+                                    and op.result.type.scope == "shared" and op not in staged)
     stages = fitting_stages(kernel, copies, stages, limit)
     if stages is None:
         _decline(loop, "even one stage of its tiles does not fit the shared memory")
@@ -396,10 +406,11 @@ def _trips(b: Builder, loop: tile.ForOp) -> SSAValue:
     return b.binary(arith.DivUIOp, b.binary(arith.AddiOp, b.binary(arith.SubiOp, span, 1), loop.step), loop.step)
 
 
-def _tile_loop(kernel: tile.KernelOp, loop: tile.ForOp) -> tuple[tile.PersistentOp, Builder, tuple]:
-    """A `tile.persistent` over the kernel's grid, and the start of its body: the ring positions of
-    the tiles before and the loop's trip count."""
-    shell = tile.PersistentOp(list(kernel.grid))
+def _tile_loop(kernel: tile.KernelOp, loop: tile.ForOp, groups: int = 1) -> tuple[tile.PersistentOp, Builder, tuple]:
+    """A `tile.persistent` over the kernel's grid (its tiles shared among `groups` consumer
+    groups), and the start of its body: the ring positions of the tiles before and the loop's
+    trip count."""
+    shell = tile.PersistentOp(list(kernel.grid), groups)
     shell.location = loop.location
     b = Builder()
     trips = _trips(b, loop)
@@ -444,10 +455,12 @@ def _drop_unused_block_math(kernel: tile.KernelOp) -> None:
             Rewriter.erase_op(op)
 
 
-def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False) -> None:
+def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False, groups: int = 1) -> None:
     """The split of `kernel` (see the module's docstring); `persistent`: each role runs its part
     for every tile the block owns, in a `tile.persistent` loop, so that the producer streams in
-    the next tile's stages while the consumers store this tile's result."""
+    the next tile's stages while the consumers store this tile's result; `groups` > 1 (persistent
+    only): that many consumer groups take turns on the tiles (ping-pong)."""
+    assert groups == 1 or persistent
     body = kernel.body.block
     buffers: dict[tile.AllocOp, SSAValue] = {}
     for c in plan.copies:
@@ -477,10 +490,15 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         consumer.add_op(op)
     if persistent:
         p_shell, p_head, p_ring = _tile_loop(kernel, plan.loop)
-        c_shell, c_head, c_ring = _tile_loop(kernel, plan.loop)
+        c_shell, c_head, c_ring = _tile_loop(kernel, plan.loop, groups)
         # before the consumers' loop loses its copies
         producer_loop = _producer(plan, buffers, full.result, empty.result, p_ring[0])
         _consume(plan, buffers, full.result, empty.result, c_ring)
+        if groups > 1:  # the groups' main loops take turns (see tile.wait_turn)
+            wait, turn = tile.WaitTurnOp(), tile.PassTurnOp()
+            wait.location = turn.location = plan.loop.location
+            Rewriter.insert_op(wait, InsertPoint.before(plan.loop))
+            Rewriter.insert_op(turn, InsertPoint.after(plan.loop))
         moved = list(consumer.ops)
         for op in moved:
             op.detach()
@@ -493,7 +511,7 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         if loaded is not None:
             _await_preloads(plan, loaded.result)
         _consume(plan, buffers, full.result, empty.result, None)
-    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS, CONSUMER_REGS)
+    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS, CONSUMER_REGS, groups)
     ws.location = plan.loop.location
     for bar in barriers:
         bar.location = kernel.location
@@ -504,6 +522,21 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         body.add_ops(new_ops)
     if persistent:
         _drop_unused_block_math(kernel)
+    if groups > 1:
+        ring = set(buffers.values())
+        for alloc in [op for op in body.ops if isinstance(op, tile.AllocOp) and op.result.type.scope == "shared"
+                      and op.result not in ring and op.result.uses]:
+            assert all(ws.consumer in _regions_above(use.operation) for use in alloc.result.uses)
+            give_each_group(ws, alloc)
+
+
+def _regions_above(op: Operation) -> list[Region]:
+    regions, region = [], op.parent_region()
+    while region is not None:
+        regions.append(region)
+        parent = region.parent_op()
+        region = parent.parent_region() if parent is not None else None
+    return regions
 
 
 @dataclass(frozen=True)
@@ -519,10 +552,16 @@ class TileWarpSpecializePass(ModulePass):
     """Make the kernels it splits persistent (pass config `tilec.persistent`): one block per
     multiprocessor loops over the tiles, the next tile's loads overlapping this one's epilogue."""
 
+    pingpong: bool = False
+    """Run a persistent kernel of one warpgroup as two consumer groups on alternate tiles (pass
+    config `tilec.pingpong`, which implies `tilec.persistent`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            plan = _plan(kernel, self.limit, self.persistent)
+            groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP else 1
+            wanted = self.persistent or groups > 1  # ping-pong runs persistent
+            plan = _plan(kernel, self.limit, wanted, groups)
             if plan is not None:
                 # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
-                persistent = self.persistent and not plan.preloads and persistent_fits(kernel, plan.loop)
-                warp_specialize(kernel, plan, persistent)
+                persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
+                warp_specialize(kernel, plan, persistent, groups if persistent else 1)

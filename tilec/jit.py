@@ -179,14 +179,14 @@ class JITFunction:
                              hint="tilec reads the kernel's source, so write it as a def in a .py file")
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self._kernels: dict = {}
+        self._by_shapes: dict = {}
         self.execution_backend = execution_backend
         self.out_idx = out_idx
-        self.target = target
         self._loc = _def_loc(fn)  # the kernel's def, for located errors (read once)
-        self.pass_configs = check_pass_configs(pass_configs, self._loc)
-        check_target(target, loc=self._loc)
+        self.target = target
+        self.pass_configs = pass_configs
         self.verbose = verbose
-        self._kernels: dict = {}
         self._eager = is_eager(fn)
         self._tensor_params = eager_tensor_params(fn) if self._eager else []
         self._signature = inspect.signature(fn)
@@ -202,7 +202,30 @@ class JITFunction:
         # parameters; keyed by their shapes (which decide every T.const size) -> (kernel, input order).
         n = len(self._tensor_params)
         self._n_by_shapes = n if self._positional and set(self._names[:n]) == set(self._tensor_params) else -1
-        self._by_shapes: dict = {}
+
+    # what the kernels are built with: setting either builds new kernels on the next call
+    @property
+    def pass_configs(self) -> dict:
+        return self._pass_configs
+
+    @pass_configs.setter
+    def pass_configs(self, configs) -> None:
+        self._pass_configs = check_pass_configs(configs, self._loc)
+        self._forget_kernels()
+
+    @property
+    def target(self):
+        return self._target
+
+    @target.setter
+    def target(self, target) -> None:
+        check_target(target, loc=self._loc)
+        self._target = target
+        self._forget_kernels()
+
+    def _forget_kernels(self) -> None:
+        self._kernels.clear()
+        self._by_shapes.clear()
 
     def _key(self, values: dict):
         def freeze(x):

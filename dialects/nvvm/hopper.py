@@ -212,6 +212,16 @@ class BarrierOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BarrierArriveOp(IRDLOperation):
+    """`bar.arrive barrierId, numberOfThreads`: arrive on a named barrier without waiting; the
+    barrier completes when `numberOfThreads` threads have arrived or synced on it."""
+
+    name = "nvvm.barrier.arrive"
+    barrierId = operand_def(i32)
+    numberOfThreads = operand_def(i32)
+
+
+@irdl_op_definition
 class StMatrixOp(IRDLOperation):
     """`stmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16 [ptr], {sources}` (sm_90): each
     lane holds a pair of 16-bit values of each 8x8 matrix (the mma accumulator layout); lanes
@@ -232,5 +242,5 @@ HOPPER_OPS = [
     MBarrierInitSharedOp, MBarrierArriveSharedOp, MBarrierTryWaitParitySharedOp, MBarrierArriveExpectTxSharedOp,
     FenceMbarrierInitOp, CpAsyncBulkTensorGlobalToSharedClusterOp, CpAsyncBulkTensorSharedCTAToGlobalOp,
     CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, PrefetchTensorMapOp, SetMaxRegisterOp, ElectSyncOp,
-    BarrierOp, StMatrixOp,
+    BarrierOp, BarrierArriveOp, StMatrixOp,
 ]

@@ -42,6 +42,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, RecursiveMemoryEffect, SingleBlockImplicitTerminator
 
+from .syntax import parse_attr_dict, print_attr_dict
 from .structure import YieldOp, _parse_body, _parse_index_args, _print_body, _print_grid_args
 from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
 
@@ -231,6 +232,11 @@ class WarpSpecializeOp(IRDLOperation):
     producer_threads = prop_def(IntegerAttr)
     producer_regs = opt_prop_def(IntegerAttr)
     consumer_regs = opt_prop_def(IntegerAttr)
+    consumer_groups = opt_prop_def(IntegerAttr)
+    """Copies of the consumer region that run at once (absent: 1), group g on its own copy of the
+    kernel's threads (g·T to g·T + T − 1 of the block, T = the kernel's threads), each with its own
+    barriers and exchange buffer; `tile.consumer_group` is g. The ping-pong schedule: the groups
+    take turns on the tiles of a `tile.persistent` loop, one's epilogue under another's gemms."""
     producer = region_def("single_block")
     consumer = region_def("single_block")
     traits = traits_def(NoTerminator(), RecursiveMemoryEffect())
@@ -238,8 +244,10 @@ class WarpSpecializeOp(IRDLOperation):
     assembly_format = "`producer` $producer `consumer` $consumer attr-dict"
 
     def __init__(self, producer: Block, consumer: Block, producer_threads: int = 128,
-                 producer_regs: int | None = None, consumer_regs: int | None = None):
+                 producer_regs: int | None = None, consumer_regs: int | None = None, consumer_groups: int = 1):
         props = {"producer_threads": _i64(producer_threads)}
+        if consumer_groups != 1:
+            props["consumer_groups"] = _i64(consumer_groups)
         if producer_regs is not None:
             props["producer_regs"] = _i64(producer_regs)
         if consumer_regs is not None:
@@ -253,6 +261,103 @@ class WarpSpecializeOp(IRDLOperation):
             value = getattr(self, what)
             _require(value is None or value.value.data in REGISTER_COUNTS,
                      f"{self.name}: {what} must be a multiple of 8 in [24, 256]")
+        _require(1 <= self.groups <= 4, f"{self.name}: consumer_groups must be 1 to 4")
+
+    @property
+    def groups(self) -> int:
+        return self.consumer_groups.value.data if self.consumer_groups is not None else 1
+
+
+@irdl_op_definition
+class ConsumerGroupOp(IRDLOperation):
+    """The index of the consumer group running this code (0 to `consumer_groups` − 1), inside the
+    consumer region of a `tile.warp_specialize`.
+
+    ```mlir
+    tile.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumer {
+      %g = tile.consumer_group
+    } {producer_threads = 128 : i64, consumer_groups = 2 : i64}
+    ```
+    """
+
+    name = "tile.consumer_group"
+    result = result_def(IndexType())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[_INDEX])
+
+    def verify_(self) -> None:
+        _require(_enclosing_split(self) is not None,
+                 f"{self.name} must be inside the consumer region of a tile.warp_specialize")
+
+
+class _TurnOp(IRDLOperation):
+    def __init__(self):
+        super().__init__()
+
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        while parent is not None and not isinstance(parent, PersistentOp):
+            parent = parent.parent_op()
+        _require(parent is not None and parent.group_count > 1,
+                 f"{self.name} must be inside the tile.persistent loop of consumer groups (groups > 1)")
+
+
+@irdl_op_definition
+class WaitTurnOp(_TurnOp):
+    """Inside the tile loop of consumer groups: wait until the block's previous tile (another
+    group's) has passed the turn (`tile.pass_turn`); the block's first tile does not wait. The
+    ping-pong schedule: the groups' main loops run one after the other, so each group reads its
+    stages of the shared ring only after the group before has seen the previous round complete
+    (mbarrier parities tell two rounds apart, not three).
+
+    ```mlir
+    tile.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumer {
+      tile.persistent (%tx, %n) in (%gx) {
+        tile.wait_turn
+      } {groups = 2 : i64}
+    } {producer_threads = 128 : i64, consumer_groups = 2 : i64}
+    ```
+    """
+
+    name = "tile.wait_turn"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class PassTurnOp(_TurnOp):
+    """Inside the tile loop of consumer groups: let the block's next tile (another group's) take
+    its turn (see `tile.wait_turn`); nothing when this is the block's last tile.
+
+    ```mlir
+    tile.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumer {
+      tile.persistent (%tx, %n) in (%gx) {
+        tile.pass_turn
+      } {groups = 2 : i64}
+    } {producer_threads = 128 : i64, consumer_groups = 2 : i64}
+    ```
+    """
+
+    name = "tile.pass_turn"
+    assembly_format = "attr-dict"
+
+
+def _enclosing_split(op) -> WarpSpecializeOp | None:
+    """The `tile.warp_specialize` whose consumer region holds `op` (None: not in one)."""
+    region = op.parent_region()
+    while region is not None:
+        parent = region.parent_op()
+        if isinstance(parent, WarpSpecializeOp):
+            return parent if region is parent.consumer else None
+        region = parent.parent_region() if parent is not None else None
+    return None
 
 
 @irdl_op_definition
@@ -286,23 +391,37 @@ class PersistentOp(IRDLOperation):
     block b of P runs the tiles b, b + P, b + 2P, ... of the grid in its order (x fastest, after
     `tile.use_swizzle`'s rasterization). The body's arguments are the tile's indices, one per grid
     dimension (they replace the kernel's block indices), and how many tiles this block ran
-    before this one.
+    before this one. With `groups` = G (in the consumer region of a `tile.warp_specialize` of G
+    consumer groups), group g runs the block's tiles g, g + G, g + 2G, ... of that sequence: the
+    tiles b + (g + iG)·P, and the count is g + iG (the block's tiles before, all groups').
 
     ```mlir
     tile.persistent (%tx, %ty, %n) in (%gx, %gy) {
     }
+    tile.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumer {
+      tile.persistent (%ux, %m) in (%gx) {
+      } {groups = 2 : i64}
+    } {producer_threads = 128 : i64, consumer_groups = 2 : i64}
     ```
     """
 
     name = "tile.persistent"
     grid = var_operand_def(IndexType())
+    groups = opt_prop_def(IntegerAttr)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
-    def __init__(self, grid: Sequence[SSAValue]):
+    def __init__(self, grid: Sequence[SSAValue], groups: int = 1):
         block = Block(arg_types=[_INDEX] * (len(grid) + 1))
         block.add_op(YieldOp())
-        super().__init__(operands=[grid], regions=[Region(block)])
+        props = {"groups": _i64(groups)} if groups != 1 else {}
+        super().__init__(operands=[grid], properties=props, regions=[Region(block)])
+
+    @property
+    def group_count(self) -> int:
+        return self.groups.value.data if self.groups is not None else 1
 
     @property
     def tile_indices(self) -> tuple[SSAValue, ...]:
@@ -316,11 +435,16 @@ class PersistentOp(IRDLOperation):
         _require(1 <= len(self.grid) <= 3, f"{self.name}: the grid must have 1 to 3 dimensions")
         _require(len(self.body.block.args) == len(self.grid) + 1,
                  f"{self.name}: the body needs one tile index per grid dimension and the count of tiles before")
+        if self.group_count != 1:
+            split = _enclosing_split(self)
+            _require(split is not None and split.groups == self.group_count,
+                     f"{self.name}: groups = {self.group_count} needs the consumer region of a tile.warp_specialize "
+                     f"with as many consumer groups")
 
     def print(self, printer: Printer) -> None:
         _print_grid_args(printer, self.body.block.args, self.grid)
         _print_body(printer, self.body)
-        printer.print_op_attributes(self.attributes)
+        print_attr_dict(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> PersistentOp:
@@ -329,8 +453,8 @@ class PersistentOp(IRDLOperation):
         grid = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
         grid = parser.resolve_operands(grid, [_INDEX] * len(grid), parser.pos)
         body = _parse_body(parser, args)
-        attrs = parser.parse_optional_attr_dict()
+        props, attrs = parse_attr_dict(parser, cls, {})
         op = cls.__new__(cls)
-        IRDLOperation.__init__(op, operands=[grid], regions=[body])
+        IRDLOperation.__init__(op, operands=[grid], properties=props, regions=[body])
         op.attributes |= attrs
         return op

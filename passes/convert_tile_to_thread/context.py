@@ -75,6 +75,16 @@ class Lowerer(MemoryAccess):
         self.tensors: list[SSAValue] = []  # the kernel's tensor arguments (tile level), in order
         self.tensor_maps: dict[tuple, SSAValue] = {}  # (tensor, dtype, box, swizzle) → its kernel parameter
         self.barrier_threads: int | None = None  # inside a warp-specialized region: the threads a barrier spans
+        # ping-pong (a tile.warp_specialize of consumer_groups G > 1), set by the kernel ABI: each
+        # group's threads see `tid` from 0 (tid = block_tid mod threads) and `group` is theirs
+        self.groups = 1
+        self.block_tid: SSAValue | None = None  # the thread's id in the whole block
+        self.group: SSAValue | None = None  # block_tid / threads
+        self.group_scratch: Operation | None = None  # the constant: bytes between two groups' exchange buffers
+        self.barrier_id: Index = 1  # the named barrier of the consumer threads (bar.sync 0 is the block's)
+        self.scratch_shift: Index = 0  # inside a consumer group: where its exchange buffer starts (bytes)
+        # inside a tile.persistent of consumer groups: (tiles before, tile, gridDim.x, tiles, groups)
+        self.turn: tuple | None = None
 
     # -- emission ---------------------------------------------------------------
     def emit(self, op: Operation) -> Operation:

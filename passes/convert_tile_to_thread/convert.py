@@ -105,15 +105,20 @@ def _rasterized(L: Lowerer, kernel: tile.KernelOp, ids: list) -> list:
 @uniform(tile.PersistentOp)
 def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
     """`scf.for %t = blockIdx.x to <tiles> step gridDim.x` (a 1-D launch of at most one block per
-    multiprocessor); the tile's indices come from %t, x fastest, then use_swizzle's order."""
+    multiprocessor; consumer group g of G: from blockIdx.x + g·gridDim.x, step G·gridDim.x); the
+    tile's indices come from %t, x fastest, then use_swizzle's order."""
     grid = [L.val(g) for g in op.grid]
     total = grid[0]
     for g in grid[1:]:
         total = L.emit(arith.MuliOp(total, g)).results[0]
     first = L.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
     blocks = L.emit(gpu.GridDimOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
+    start, step = first, blocks
+    if op.group_count > 1:  # consumer group g: the block's tiles g, g + G, ... (b + (g + iG)·P)
+        start = L.emit(arith.AddiOp(first, L.emit(arith.MuliOp(L.group, blocks)).results[0])).results[0]
+        step = L.emit(arith.MuliOp(blocks, L.const(op.group_count))).results[0]
     body = Block(arg_types=[INDEX])
-    L.emit(scf.ForOp(first, total, blocks, [], body))
+    L.emit(scf.ForOp(start, total, step, [], body))
     with L.push(body):
         t = body.args[0]
         ids, rest = [], t
@@ -129,7 +134,12 @@ def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
             L.vmap[arg] = value
         done = L.emit(arith.DivUIOp(L.emit(arith.SubiOp(t, first)).results[0], blocks)).results[0]
         L.vmap[op.tiles_before] = done
-        lower_block(L, op.body.block)
+        outer = L.turn
+        L.turn = (done, t, blocks, total, op.group_count)  # for tile.wait_turn / tile.pass_turn
+        try:
+            lower_block(L, op.body.block)
+        finally:
+            L.turn = outer
         L.emit(scf.YieldOp())
 
 
@@ -162,7 +172,13 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
         arg.name_hint = t.name_hint
     L = Lowerer(kernel, entry)
     L.tensors = tensors
-    L.tid = _linear_thread_id(L, kernel.thread_extents)
+    L.tid = L.block_tid = _linear_thread_id(L, kernel.thread_extents)
+    split = next((op for op in kernel.walk() if isinstance(op, tile.WarpSpecializeOp)), None)
+    if split is not None and split.groups > 1:  # ping-pong: each consumer group numbers its threads from 0
+        L.groups = split.groups
+        L.group = L.emit(arith.DivUIOp(L.block_tid, L.const(L.threads))).results[0]
+        L.tid = L.emit(arith.RemUIOp(L.block_tid, L.const(L.threads))).results[0]
+        L.group_scratch = L.emit(arith.ConstantOp(IntegerAttr(0, INDEX)))  # set once the exchange area is known
     L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
     for arg, t in zip(entry.args, tensors):
         if t in scalars:
@@ -205,9 +221,8 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
                       arg_attrs=ArrayAttr(arg_attrs) if map_attrs else None)
     new.attributes["nvvm.kernel"] = UnitAttr()
     extents = list(kernel.thread_extents)
-    split = next((op for op in kernel.walk() if isinstance(op, tile.WarpSpecializeOp)), None)
-    if split is not None:  # the producer warpgroup comes after the kernel's own threads
-        extents[0] += split.producer_threads.value.data
+    if split is not None:  # the producer warpgroup comes after the kernel's own threads (each group's)
+        extents[0] = extents[0] * split.groups + split.producer_threads.value.data
         new.attributes["nvvm.minctasm"] = IntegerAttr(1, i32)  # a register budget at entry: setmaxnreg applies
     new.attributes["nvvm.maxntid"] = DenseArrayBase.from_list(i32, extents)
     new.attributes["tilec.sizes"] = DenseArrayBase.from_list(i64, [x for pair in sizes for x in pair])
@@ -215,7 +230,12 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
         new.attributes["tilec.tensor_maps"] = ArrayAttr(maps)
     if persistent:  # the launch: at most one block per multiprocessor
         new.attributes["tilec.persistent"] = UnitAttr()
-    new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + L.scratch_bytes, i64)
+    scratch = L.scratch_bytes
+    if L.group_scratch is not None:  # one exchange buffer per consumer group
+        stride = round_up(scratch, SHARED_ALIGN)
+        L.group_scratch.properties["value"] = IntegerAttr(stride, INDEX)
+        scratch = stride * L.groups
+    new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + scratch, i64)
     new.location = f.location
     return new
 

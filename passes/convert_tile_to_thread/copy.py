@@ -190,7 +190,7 @@ def scratch_view(L: Lowerer, shape, element_type, at: int = 0) -> View:
     count = math.prod(shape)
     nbytes = count * element_bytes(element_type)
     L.scratch_bytes = max(L.scratch_bytes, at + nbytes)
-    offset = L.const(L.scratch_base + at)
+    offset = L.ssa(L.add(L.scratch_shift, L.scratch_base + at))  # (each consumer group has its own)
     mem = L.emit(memref.ViewOp(L.smem, offset, [], memref_type(element_type, count, 3))).results[0]
     strides, acc = [], 1
     for n in reversed(shape):

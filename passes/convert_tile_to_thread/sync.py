@@ -47,7 +47,7 @@ def _alloc_barrier(L: Lowerer, op: tile.AllocBarrierOp) -> None:
     offset = op.offset.value.data if op.offset is not None else L.bump(8 * count)
     mem = L.emit(memref.ViewOp(L.smem, L.const(offset), [], memref_type(i64, count, 3))).results[0]
     L.views[op.result] = View("shared", mem, (count,), i64, [0], [1], [count])
-    first = L.emit(arith.CmpiOp(L.thread_id(), L.const(0), "eq")).results[0]
+    first = L.emit(arith.CmpiOp(L.block_tid, L.const(0), "eq")).results[0]
     then = Block()
     L.emit(scf.IfOp(first, [], Region(then)))
     with L.push(then):
@@ -148,15 +148,17 @@ def tma_box_bytes(view: View) -> int:
 
 @uniform(tile.WarpSpecializeOp)
 def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
-    consumers = L.threads
-    is_producer = L.emit(arith.CmpiOp(L.thread_id(), L.const(consumers), "uge")).results[0]
+    consumers = L.threads * op.groups
+    is_producer = L.emit(arith.CmpiOp(L.block_tid, L.const(consumers), "uge")).results[0]
     producer, consumer = Block(), Block()
     split = L.emit(scf.IfOp(is_producer, [], Region(producer), Region(consumer)))
     split.attributes["tilec.warp_roles"] = UnitAttr()
+    if op.groups > 1:  # (G, T): the simulator runs each group of T consumer threads on its own
+        split.attributes["tilec.consumer_groups"] = DenseArrayBase.from_list(i64, [op.groups, L.threads])
     with L.push(producer):
         if op.producer_regs is not None:
             L.emit(_setmaxnreg(op.producer_regs.value.data, nvvm.SetMaxRegisterAction.DECREASE))
-        first = L.emit(arith.CmpiOp(L.thread_id(), L.const(consumers), "eq")).results[0]
+        first = L.emit(arith.CmpiOp(L.block_tid, L.const(consumers), "eq")).results[0]
         one = Block()
         L.emit(scf.IfOp(first, [], Region(one)))
         with L.push(one):
@@ -166,12 +168,15 @@ def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
     with L.push(consumer):
         if op.consumer_regs is not None:
             L.emit(_setmaxnreg(op.consumer_regs.value.data, nvvm.SetMaxRegisterAction.INCREASE))
-        outer = L.barrier_threads
-        L.barrier_threads = consumers
+        outer = L.barrier_threads, L.barrier_id, L.scratch_shift
+        L.barrier_threads = L.threads  # a group's threads (all consumers when there is one group)
+        if op.groups > 1:  # group g: named barrier 1 + g, its own exchange buffer
+            L.barrier_id = L.add(L.group, NAMED_CONSUMER_BARRIER)
+            L.scratch_shift = L.mul(L.group, L.group_scratch.results[0])
         try:
             lower_block(L, op.consumer.block)
         finally:
-            L.barrier_threads = outer
+            L.barrier_threads, L.barrier_id, L.scratch_shift = outer
         L.emit(scf.YieldOp())
 
 
@@ -181,9 +186,55 @@ def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:
 
 
 def named_barrier(L: Lowerer, threads: int) -> None:
-    """`bar.sync 1, threads`: the consumer threads of a warp-specialized kernel."""
-    L.emit(nvvm.BarrierOp.create(operands=[L.const(NAMED_CONSUMER_BARRIER, i32), L.const(threads, i32)],
+    """`bar.sync id, threads`: the consumer threads of a warp-specialized kernel (id 1), or of one
+    consumer group (id 1 + g)."""
+    ident = L.const(L.barrier_id, i32) if isinstance(L.barrier_id, int) else \
+        L.emit(arith.IndexCastOp(L.barrier_id, i32)).results[0]
+    L.emit(nvvm.BarrierOp.create(operands=[ident, L.const(threads, i32)],
                                  properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
+
+
+TURN_BARRIERS = 5
+"""Named barriers 5 to 5 + G − 1 pass the turn between G consumer groups (1 to 4: each group's own)."""
+
+
+def _turn_barrier(L: Lowerer, n) -> SSAValue:
+    """The named barrier (i32) of the turn of the block's tile number `n`."""
+    groups = L.turn[4]
+    ident = L.add(L.rem(n, groups) if groups & (groups - 1) == 0 else
+                  L.emit(arith.RemUIOp(n, L.const(groups))).results[0], TURN_BARRIERS)
+    return L.emit(arith.IndexCastOp(L.ssa(ident), i32)).results[0]
+
+
+@uniform(tile.WaitTurnOp)
+def _wait_turn(L: Lowerer, op: tile.WaitTurnOp) -> None:
+    """`bar.sync 5 + n mod G, 2T` unless this is the block's first tile (n = 0): the group of tile
+    n − 1 arrives on it in `tile.pass_turn`."""
+    n = L.turn[0]
+    later = L.emit(arith.CmpiOp(n, L.const(0), "ugt")).results[0]
+    then = Block()
+    L.emit(scf.IfOp(later, [], Region(then)))
+    with L.push(then):
+        L.emit(nvvm.BarrierOp.create(operands=[_turn_barrier(L, n), L.const(2 * L.threads, i32)],
+                                     properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
+        L.emit(scf.YieldOp())
+
+
+@uniform(tile.PassTurnOp)
+def _pass_turn(L: Lowerer, op: tile.PassTurnOp) -> None:
+    """`bar.arrive 5 + (n + 1) mod G, 2T` when the block has a tile after this one."""
+    n, t, blocks, total, _ = L.turn
+    following = L.emit(arith.CmpiOp(L.emit(arith.AddiOp(t, blocks)).results[0], total, "ult")).results[0]
+    then = Block()
+    L.emit(scf.IfOp(following, [], Region(then)))
+    with L.push(then):
+        L.emit(nvvm.BarrierArriveOp.create(operands=[_turn_barrier(L, L.add(n, 1)), L.const(2 * L.threads, i32)]))
+        L.emit(scf.YieldOp())
+
+
+@uniform(tile.ConsumerGroupOp)
+def _consumer_group(L: Lowerer, op: tile.ConsumerGroupOp) -> None:
+    L.vmap[op.result] = L.group if L.group is not None else L.const(0)
 
 
 @uniform(tile.GemmWaitOp)

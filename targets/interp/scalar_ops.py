@@ -262,6 +262,13 @@ def _if(op, c):
     return run
 
 
+def _active(value, mask):
+    """The lanes of `value` that run (all, without a mask): only theirs must agree on a bound."""
+    if mask is None or not isinstance(value, np.ndarray) or value.ndim == 0 or value.shape[0] != mask.shape[0]:
+        return value
+    return value[mask]
+
+
 def _scf_for(op, c):
     """`scf.for` with loop-carried values: a serial loop with uniform bounds."""
     body, block = c.block(op.body.block), op.body.block
@@ -271,7 +278,7 @@ def _scf_for(op, c):
 
     def run(st):
         env = st.env
-        lb, ub, step = (uniform(env[v], op, "a loop bound") for v in bounds)
+        lb, ub, step = (uniform(_active(env[v], st.mask), op, "a loop bound") for v in bounds)
         vals = [env[v] for v in inits]
         for k in range(lb, ub, step):
             env[iv] = iv_type(k)

@@ -611,8 +611,11 @@ def _if(op, c):
     then_run = c.block(op.true_region.block)
     else_run = c.block(op.false_region.block) if op.false_region.blocks else None
 
+    groups = op.attributes.get("tilec.consumer_groups")
+    groups = tuple(groups.get_values()) if groups is not None else None
+
     def run(st):
-        run_roles(st, st.env[op.cond], then_run, else_run)
+        run_roles(st, st.env[op.cond], then_run, else_run, groups)
 
     return run
 

@@ -81,6 +81,8 @@ class Hopper:
         self.seen: dict[int, int] = {}  # waiting thread → the epoch it last checked its barrier at
         self.roles = 0  # > 0 inside a warp-specialized region
         self.error: BaseException | None = None
+        self.named: dict[int, int] = {}  # named barrier → threads arrived in its current round
+        self.rounds: dict[int, int] = {}  # named barrier → rounds completed
 
     def changed(self) -> None:
         """An arrival or a landed copy: every waiter must look again (call with `cv` held)."""
@@ -102,6 +104,35 @@ class Hopper:
         bar.queued.clear()
         bar.complete_if_done()
         self.changed()
+
+    def named_barrier(self, op, ident: int, count: int, lanes: int, wait: bool) -> None:
+        """`lanes` threads arrive on named barrier `ident` of `count` threads (bar.arrive), and,
+        with `wait`, block until its round completes (bar.sync): the roles' threads meet there."""
+        with self.cv:
+            arrived = self.named.get(ident, 0) + lanes
+            if arrived > count:
+                raise error_at(op, f"more threads ({arrived}) on named barrier {ident} than its count {count} "
+                                   f"in one round (simulated)")
+            round_ = self.rounds.get(ident, 0)
+            if arrived == count:
+                self.named[ident] = 0
+                self.rounds[ident] = round_ + 1
+                self.changed()
+                return
+            self.named[ident] = arrived
+            self.changed()
+            me = threading.get_ident()
+            while wait and self.rounds.get(ident, 0) == round_:
+                if self.error is not None:
+                    raise self.error
+                self.seen[me] = self.epoch
+                if len(self.seen) >= self.running and all(e == self.epoch for e in self.seen.values()):
+                    self.error = error_at(op, f"simulated deadlock: every role waits, one of them on named "
+                                              f"barrier {ident} ({arrived} of {count} threads arrived)")
+                    self.cv.notify_all()
+                    raise self.error
+                self.cv.wait(timeout=60)
+            self.seen.pop(me, None)
 
     def wait(self, op, addr: int, parity: int) -> None:
         """Block until the phase of `parity` at `addr` has completed."""
@@ -257,11 +288,25 @@ def _elect(op, c):
     return run
 
 
-def _named_barrier(op, c):
+def _named_barrier(op, c, wait: bool = True):
     def run(st):
-        if op.barrierId is None and op.numberOfThreads is None and hopper_of(st).roles:
-            raise error_at(op, "bar.sync 0 (a block-wide barrier) inside a warp-specialized region waits for "
-                               "threads of the other role and deadlocks (simulated)")
+        if op.barrierId is None and op.numberOfThreads is None:
+            if hopper_of(st).roles:
+                raise error_at(op, "bar.sync 0 (a block-wide barrier) inside a warp-specialized region waits for "
+                                   "threads of the other role and deadlocks (simulated)")
+            return
+        n = _lanes(st)
+        lanes = int(np.count_nonzero(_active(st, n)))
+        ident = np.broadcast_to(st.env[op.barrierId], (n,))[_active(st, n)]
+        count = np.broadcast_to(st.env[op.numberOfThreads], (n,))[_active(st, n)]
+        if lanes == 0:
+            return
+        if np.any(ident != ident[0]) or np.any(count != count[0]):
+            raise error_at(op, "a named barrier whose id or thread count differs between the threads of a "
+                               "warp (simulated)")
+        if lanes == int(count[0]) and wait:  # the lanes of one role, in lockstep: done
+            return
+        hopper_of(st).named_barrier(op, int(ident[0]), int(count[0]), lanes, wait)
 
     return run
 
@@ -308,22 +353,33 @@ def _stmatrix(op, c):
     return run
 
 
-def run_roles(st, cond, then_run, else_run) -> None:
-    """The two branches of a warp-specialized `scf.if` as two concurrent threads of the block."""
+def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = None) -> None:
+    """The two branches of a warp-specialized `scf.if` as two concurrent threads of the block;
+    `groups` = (G, T): the else branch (the consumers) runs as G threads, one per consumer group of
+    T lanes, as the warpgroups of a ping-pong kernel run independently of each other."""
     h = hopper_of(st)
     cv = np.asarray(cond)
     outer = st.mask
+    parts = [(then_run, cv)]
+    if groups is None:
+        parts.append((else_run, ~cv))
+    else:
+        count, threads = groups
+        group = st.lanes[0] // threads
+        parts += [(else_run, ~cv & (group == g)) for g in range(count)]
     branches = []
-    for run, m in ((then_run, cv), (else_run, ~cv)):
+    for run, m in parts:
         mask = m if outer is None else outer & m
         if run is not None and np.any(mask):
             branches.append((run, mask))
     errors: list[BaseException] = []
 
-    def role(run, mask):
+    def role(run, mask, own_env):
         sub = type(st).__new__(type(st))
         for slot in ("env", "lanes", "block", "grid", "extents", "shared"):
             setattr(sub, slot, getattr(st, slot))
+        if own_env:  # consumer groups run the same ops: each needs its own values
+            sub.env = dict(st.env)
         sub.mask = mask
         try:
             run(sub)
@@ -342,7 +398,7 @@ def run_roles(st, cond, then_run, else_run) -> None:
     with h.cv:
         h.running += len(branches) - 1
         h.roles += 1
-    threads = [threading.Thread(target=role, args=b, daemon=True) for b in branches]
+    threads = [threading.Thread(target=role, args=(*b, groups is not None), daemon=True) for b in branches]
     for t in threads:
         t.start()
     for t in threads:
@@ -372,5 +428,6 @@ HOPPER_HANDLERS = {
     nvvm.SetMaxRegisterOp: _nothing,
     nvvm.ElectSyncOp: _elect,
     nvvm.BarrierOp: _named_barrier,
+    nvvm.BarrierArriveOp: lambda op, c: _named_barrier(op, c, wait=False),
     nvvm.StMatrixOp: _stmatrix,
 }

@@ -308,6 +308,11 @@ def _named_barrier(t: T, op: nvvm.BarrierOp) -> None:
     t.call("llvm.nvvm.barrier.cta.sync.aligned.count", VOID, [bar, t.get(op.numberOfThreads)])
 
 
+@lowers(nvvm.BarrierArriveOp)
+def _named_barrier_arrive(t: T, op: nvvm.BarrierArriveOp) -> None:
+    t.call("llvm.nvvm.barrier.cta.arrive.aligned.count", VOID, [t.get(op.barrierId), t.get(op.numberOfThreads)])
+
+
 @lowers(nvvm.StMatrixOp)
 def _stmatrix(t: T, op: nvvm.StMatrixOp) -> None:
     trans = ".trans" if op.layout.data == nvvm.MMALayout.COL else ""

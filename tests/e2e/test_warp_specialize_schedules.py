@@ -63,3 +63,101 @@ def test_schedule_on_the_gpu(case):
         pytest.skip("warp specialization needs sm_90a")
     for _ in range(2):
         run_case(case, "cuda", "cuda", expect_ir="nvvm.cp.async.bulk.tensor")
+
+
+# ---- ping-pong: a kernel of one warpgroup, two consumer groups on alternate tiles -------------
+
+def gemm_bias_relu(m, n, k, bm=64, bn=64, bk=64, stages=2):
+    """A bias tile copied per tile before the loop (each group's own), rasterized tiles, tails."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Bias: T.Tensor((n,), T.float16),
+             C: T.Tensor((m, n), T.float16)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, bk), T.float16)
+            b = T.alloc_shared((bk, bn), T.float16)
+            bias = T.alloc_shared((bn,), T.float16)
+            c = T.alloc_fragment((bm, bn), T.float32)
+            T.use_swizzle(panel_size=2)
+            T.clear(c)
+            T.copy(Bias[bx * bn], bias)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=stages):
+                T.copy(A[by * bm, ko * bk], a)
+                T.copy(B[ko * bk, bx * bn], b)
+                T.gemm(a, b, c)
+            for i, j in T.Parallel(bm, bn):
+                c[i, j] = T.max(c[i, j] + bias[j], 0.0)
+            T.copy(c, C[by * bm, bx * bn])
+
+    return main
+
+
+def _bias_relu_inputs(m, n, k):
+    return lambda d: [torch.randn(m, k, device=d).half(), torch.randn(k, n, device=d).half(),
+                      torch.randn(n, device=d).half()]
+
+
+PINGPONG_CASES = [
+    # 7 tiles on the simulator's 3 multiprocessors: block 0 runs 3 (its groups 2 and 1), block 2 only one
+    Case("pingpong_7_tiles_k_tail", gemm_tiles(448, 64, 200, 64, 64, 64, "float16", stages=3), [2],
+         _gemm_inputs(448, 64, 200, "float16", False), _gemm_ref(False), tol=1e-3),
+    Case("pingpong_bf16_bt_tails", gemm_tiles(200, 136, 96, 64, 64, 32, "bfloat16", transpose_b=True, stages=2), [2],
+         _gemm_inputs(200, 136, 96, "bfloat16", True), _gemm_ref(True), tol=1e-2),
+    Case("pingpong_bias_relu_swizzled", gemm_bias_relu(300, 200, 128), [3], _bias_relu_inputs(300, 200, 128),
+         lambda a, b, bias: torch.relu(a.float() @ b.float() + bias.float()), tol=1e-2),
+]
+
+
+@pytest.mark.parametrize("pingpong", [True, False], ids=["pingpong", "persistent"])
+@pytest.mark.parametrize("case", PINGPONG_CASES, ids=[c.name for c in PINGPONG_CASES])
+def test_pingpong_on_the_simulator(case, pingpong):
+    """On by default for one warpgroup; the simulator runs each consumer group as its own thread,
+    its mbarriers and named barriers shared, so a group that read a stage out of turn would
+    read a stale one (or deadlock) here."""
+    configs = {"tilec.pingpong": pingpong, "tilec.persistent": True}
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=configs)
+    tile_ir, thread_ir = kernel.get_ir("tile-opt"), kernel.get_ir("thread")
+    assert ("consumer_groups = 2" in tile_ir and "tile.wait_turn" in tile_ir) == pingpong
+    assert ("nvvm.barrier.arrive" in thread_ir) == pingpong
+    run_case(case, "sim", "cpu", pass_configs=configs, expect_ir="tilec.persistent")
+
+
+def test_pingpong_is_the_default_for_one_warpgroup_only():
+    one = tilec.compile(gemm_tiles(256, 256, 128, 64, 64, 64, "float16"), out_idx=[2], target="sim")
+    assert "consumer_groups = 2" in one.get_ir("tile-opt")
+    two = tilec.compile(gemm_tiles(256, 256, 128, 128, 64, 64, "float16", threads=256), out_idx=[2], target="sim")
+    assert "consumer_groups" not in two.get_ir("tile-opt") and "tilec.persistent" not in two.get_ir("thread")
+    off = tilec.compile(gemm_tiles(256, 256, 128, 64, 64, 64, "float16"), out_idx=[2], target="sim",
+                        pass_configs={"tilec.pingpong": False})
+    assert "consumer_groups" not in off.get_ir("tile-opt")
+
+
+def _assemble(case):
+    from tilec.compiler.lower import lower_to_thread
+    from tilec.frontend import build_prim_func
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    lowered = lower_to_thread(build_prim_func(case.prim, case.out_idx), resolve_target("sm_90a"), {})
+    ptx = emit_ptx(lowered.thread, "sm_90a")
+    _, report = assemble(ptx, "sm_90a")
+    return ptx, report, lowered.spec.kernel_name
+
+
+def test_pingpong_gemm_assembles(ptxas):
+    """Registers under the launch bound of 384 threads, no spills, no wgmma serialization; the turn
+    is a bar.arrive / bar.sync pair on named barriers 5 and 6."""
+    for case in PINGPONG_CASES:
+        ptx, report, name = _assemble(case)
+        assert "bar.arrive" in ptx and ".maxntid 384, 1, 1" in ptx, case.name
+        assert not report.kernels[name].spills, case.name
+        assert "C75" not in report.log, report.log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", PINGPONG_CASES, ids=[c.name for c in PINGPONG_CASES])
+def test_pingpong_on_the_gpu(case):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("warp specialization needs sm_90a")
+    for _ in range(2):
+        run_case(case, "cuda", "cuda", expect_ir="nvvm.barrier.arrive")

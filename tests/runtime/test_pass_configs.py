@@ -212,3 +212,20 @@ def test_dump_dir_prefers_the_environment(monkeypatch):
     monkeypatch.setattr(config, "DUMP_IR", None)
     assert pass_configs.dump_dir({"tl.enable_dump_ir": True}) == "dump_ir"
     assert pass_configs.dump_dir({"tl.dump_ir_path": "x"}) is None
+
+
+def test_setting_pass_configs_or_target_on_a_jit_function_builds_new_kernels():
+    """`jit_fn.pass_configs = {...}` (as bench scripts do between variants) must not hand back the
+    kernel built with the previous configs, and is checked like the decorator's argument."""
+
+    @tilec.jit(out_idx=[-1], target="sm_90a")
+    def gemm(m=256, n=256, k=128):
+        return kc.gemm_tiles(m, n, k, 64, 64, 64, "float16")
+
+    assert "bar.arrive" in gemm().get_kernel_source()  # ping-pong, the default for one warpgroup
+    gemm.pass_configs = {"tilec.pingpong": False}
+    assert "bar.arrive" not in gemm().get_kernel_source()
+    gemm.target = "sm_80"
+    assert "wgmma" not in gemm().get_kernel_source()
+    with pytest.raises(TilecError, match="unknown pass-config key"):
+        gemm.pass_configs = {"tilec.pingpongg": True}

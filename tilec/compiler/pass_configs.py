@@ -64,6 +64,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tilec.persistent", "TILEC_PERSISTENT",
               "warp-specialized gemm kernels become persistent: one block per multiprocessor loops over the "
               "tiles, the next tile's TMA loads overlapping this one's epilogue"),
+    _honoured("tilec.pingpong", "TILEC_PINGPONG",
+              "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
+              "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
+              "off)"),
     _honoured("tl.disable_wgmma", "TL_DISABLE_WGMMA", "keeps tile-select-mma off wgmma, even with tilec.enable_wgmma"),
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),

@@ -32,7 +32,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)] if mma else []),  # tensor cores
-        *([TileWarpSpecializePass(limit=target.smem_per_block, persistent=bool(configs.get("tilec.persistent", False)))]
+        *([TileWarpSpecializePass(limit=target.smem_per_block, persistent=bool(configs.get("tilec.persistent", False)),
+                                  pingpong=bool(configs.get("tilec.pingpong", True)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         *([TileStageEpiloguePass(limit=target.smem_per_block)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass(limit=target.smem_per_block)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages

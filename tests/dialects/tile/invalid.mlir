@@ -1050,3 +1050,42 @@ func.func @tma_load_region_not_the_tile(%X: !tile.tensor<1x64x2x32xf16>) {
   }
   func.return
 }
+
+// -----
+
+// tile.consumer_group: only consumer regions have groups.
+func.func @consumer_group_outside() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.consumer_group must be inside the consumer region of a tile.warp_specialize}}
+    %grp = tile.consumer_group
+  }
+  func.return
+}
+
+// -----
+
+// tile.persistent: groups = G splits the tiles of G consumer groups.
+func.func @persistent_groups_without_split(%gx: index) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    // expected-error@+1 {{tile.persistent: groups = 2 needs the consumer region of a tile.warp_specialize with as many consumer groups}}
+    tile.persistent (%tx, %n) in (%gx) {
+    } {groups = 2 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.wait_turn: turns are taken between consumer groups.
+func.func @wait_turn_outside(%gx: index) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    tile.persistent (%tx, %n) in (%gx) {
+      // expected-error@+1 {{tile.wait_turn must be inside the tile.persistent loop of consumer groups (groups > 1)}}
+      tile.wait_turn
+    }
+  }
+  func.return
+}
