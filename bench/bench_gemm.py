@@ -57,7 +57,8 @@ TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256),
          (256, 128, 64, 3, 256)]
 # schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128)
 SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,persistent,pingpong").split(",")
-CONFIGS = {"plain": {}, "persistent": {"tilec.persistent": True}, "pingpong": {"tilec.pingpong": True}}
+CONFIGS = {"plain": {"tilec.pingpong": False}, "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
+           "pingpong": {"tilec.pingpong": True}}  # (ping-pong is the default for threads=128)
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
