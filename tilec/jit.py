@@ -123,8 +123,7 @@ class JITKernel:
         return self.program.params
 
     def __call__(self, *args, **kwargs):
-        from tilec import runtime
-
+        runtime = _runtime()
         if kwargs:
             runtime.check_keywords(self, kwargs)
         return runtime.launch(self, list(args))
@@ -160,6 +159,19 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
     configs = check_pass_configs(pass_configs, loc)
     resolved = resolve_target(target, loc=loc)
     return JITKernel(build_prim_func(func, out_idx), resolved, configs, execution_backend=execution_backend)
+
+
+_RUNTIME = None
+
+
+def _runtime():
+    """tilec.runtime, imported on the first call (it pulls in numpy; `import tilec` stays light)."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        from tilec import runtime
+
+        _RUNTIME = runtime
+    return _RUNTIME
 
 
 class JITFunction:
@@ -366,7 +378,7 @@ class JITFunction:
                 hit = None
             if hit is not None:  # these shapes bound this kernel before: nothing else to check
                 kernel, order = hit
-                return kernel(*[args[i] for i in order])
+                return _runtime().launch(kernel, [args[i] for i in order])  # = kernel(*...), a frame less
         kernel, tensors, order, compile_time_args = self._resolve(args, kwargs)
         if not kwargs and len(args) == self._n_by_shapes and not compile_time_args:
             if len(self._by_shapes) >= self._BY_SHAPES_LIMIT:
