@@ -59,6 +59,7 @@ from .loop_stages import (
     use_stage_views,
     writes_global,
 )
+from .target_facts import shared_limit
 
 __all__ = ["TilePipelinePass"]
 
@@ -152,13 +153,16 @@ def _pipeline(loop: tile.ForOp, stages: int, limit: int) -> bool:
 class TilePipelinePass(ModulePass):
     name = "tile-pipeline"
 
-    limit: int = 232448
-    """Bytes of shared memory a block may use: fewer stages where `num_stages` would not fit."""
+    limit: int = 0
+    """Bytes of shared memory a block may use (0: the target's): fewer stages where `num_stages` would not fit."""
+
+    target: str = "sm_90a"
+    """The target whose facts the pass reads (target_facts.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = [loop for loop in op.walk() if isinstance(loop, tile.ForOp) and loop.kind.data == tile.LoopKind.PIPELINED]
         for loop in loops:
             stages = loop.num_stages.value.data if loop.num_stages is not None else 0
             if stages >= 2:
-                _pipeline(loop, stages, self.limit)
+                _pipeline(loop, stages, shared_limit(self.target, self.limit))
 

@@ -37,6 +37,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tilec.errors import error_at
+from .target_facts import shared_limit
 
 
 @dataclass
@@ -147,11 +148,11 @@ class TilePlanSharedMemoryPass(ModulePass):
 
     name = "tile-plan-shared-memory"
 
-    limit: int = 232448
-    """Bytes of shared memory one block may use (sm_90's 227 KiB by default)."""
+    limit: int = 0
+    """Bytes of shared memory one block may use (0: the target's)."""
 
-    target: str = ""
-    """The target whose limit `limit` is, named in the error (e.g. sm_80)."""
+    target: str = "sm_90a"
+    """The target whose facts the pass reads (target_facts.py), named in the error (e.g. sm_80)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in op.walk():
@@ -161,12 +162,13 @@ class TilePlanSharedMemoryPass(ModulePass):
     def plan_kernel(self, kernel: tile.KernelOp) -> None:
         buffers = _collect(kernel)
         total = place(buffers)
-        if total > self.limit:
+        limit = shared_limit(self.target, self.limit)
+        if total > limit:
             listing = "; ".join(b.describe() for b in buffers)
             raise error_at(
                 kernel,
                 f"tile.kernel needs {total} bytes of shared memory, but a block may use "
-                f"at most {self.limit} bytes{' on ' + self.target if self.target else ''}; "
+                f"at most {limit} bytes on {self.target}; "
                 f"shared buffers: {listing}",
                 hint="use smaller tiles (block_M / block_N / block_K) or fewer pipeline "
                 "stages, or keep some buffers in fragments",

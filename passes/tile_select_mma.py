@@ -27,6 +27,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
+from .target_facts import target_facts
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
 
 
@@ -113,14 +114,16 @@ class TileSelectMmaPass(ModulePass):
 
     name = "tile-select-mma"
 
-    arch: str = "sm_90a"
-    """The target; mma.sync needs sm_80 or later."""
+    target: str = "sm_90a"
+    """The target (target_facts.py): mma.sync where it has cp.async and mma.sync (sm_80+), wgmma
+    where it has wgmma (sm_90a)."""
 
     wgmma: bool = False
-    """Use wgmma m64nNk16 (sm_90a) where it fits (pass config `tilec.enable_wgmma`)."""
+    """Use wgmma m64nNk16 where the target has it and it fits (pass config `tilec.enable_wgmma`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.arch.startswith("sm_") or int(self.arch[3:5]) < 80:
+        target = target_facts(self.target)
+        if not target.has_cp_async:
             return
         for gemm in op.walk():
             if not isinstance(gemm, tile.GemmOp):
@@ -128,7 +131,7 @@ class TileSelectMmaPass(ModulePass):
             kernel = _kernel_of(gemm)
             if kernel is None:
                 continue
-            plan = wgmma_operands(gemm, kernel.num_threads) if self.wgmma and self.arch == "sm_90a" else None
+            plan = wgmma_operands(gemm, kernel.num_threads) if self.wgmma and target.has_wgmma else None
             if plan is not None:
                 gemm.mma = tile.MmaKindAttr(tile.MmaKind.WGMMA)
                 for alloc, facts in plan.items():

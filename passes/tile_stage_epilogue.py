@@ -30,6 +30,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .consumer_groups import give_each_group
+from .target_facts import shared_limit
 
 __all__ = ["TileStageEpiloguePass"]
 
@@ -72,8 +73,11 @@ class TileStageEpiloguePass(ModulePass):
 
     name = "tile-stage-epilogue"
 
-    limit: int = 232448
-    """Bytes of shared memory a block may use."""
+    limit: int = 0
+    """Bytes of shared memory a block may use (0: the target's)."""
+
+    target: str = "sm_90a"
+    """The target whose facts the pass reads (target_facts.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for ws in [w for w in op.walk() if isinstance(w, tile.WarpSpecializeOp)]:
@@ -84,4 +88,4 @@ class TileStageEpiloguePass(ModulePass):
             accs = _accumulators(block)
             for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
                 if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):
-                    _stage(copy, self.limit, ws)
+                    _stage(copy, shared_limit(self.target, self.limit), ws)

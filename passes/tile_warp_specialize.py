@@ -55,6 +55,7 @@ from .analysis import constant_value, value_range
 from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
                           use_stage_views, writes_global)
+from .target_facts import shared_limit
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
 
@@ -545,8 +546,11 @@ class TileWarpSpecializePass(ModulePass):
 
     name = "tile-warp-specialize"
 
-    limit: int = 232448
-    """Bytes of shared memory a block may use: the stages are cut to fit it."""
+    limit: int = 0
+    """Bytes of shared memory a block may use (0: the target's): the stages are cut to fit it."""
+
+    target: str = "sm_90a"
+    """The target whose facts the pass reads (target_facts.py)."""
 
     persistent: bool = False
     """Make the kernels it splits persistent (pass config `tilec.persistent`): one block per
@@ -560,7 +564,7 @@ class TileWarpSpecializePass(ModulePass):
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
             groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP else 1
             wanted = self.persistent or groups > 1  # ping-pong runs persistent
-            plan = _plan(kernel, self.limit, wanted, groups)
+            plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups)
             if plan is not None:
                 # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
                 persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)

@@ -1,4 +1,4 @@
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_90a wgmma=true},tile-infer-layout,convert-tile-to-thread" | filecheck %s
+// RUN: tilec opt %s -p "tile-select-mma{target=sm_90a wgmma=true},tile-infer-layout,convert-tile-to-thread" | filecheck %s
 
 // One step of attention on two warpgroups, head dim 128: S = Q K^T (wgmma SS, K-major operands
 // in two 64-column chunks), the row max of S, P = S converted to f16, O = P V (wgmma RS).

@@ -1,8 +1,8 @@
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_90a}" | filecheck %s
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_80},tile-infer-layout" | filecheck %s --check-prefix=LAYOUT
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_75}" | filecheck %s --check-prefix=OLD
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_90a wgmma=true}" | filecheck %s --check-prefix=WG
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_90a wgmma=true},tile-infer-layout" | filecheck %s --check-prefix=WGLAYOUT
+// RUN: tilec opt %s -p "tile-select-mma{target=sm_90a}" | filecheck %s
+// RUN: tilec opt %s -p "tile-select-mma{target=sm_80},tile-infer-layout" | filecheck %s --check-prefix=LAYOUT
+// RUN: tilec opt %s -p "tile-select-mma{target=interp}" | filecheck %s --check-prefix=OLD
+// RUN: tilec opt %s -p "tile-select-mma{target=sm_90a wgmma=true}" | filecheck %s --check-prefix=WG
+// RUN: tilec opt %s -p "tile-select-mma{target=sm_90a wgmma=true},tile-infer-layout" | filecheck %s --check-prefix=WGLAYOUT
 
 // A float16 gemm into a float32 fragment, 64x64 over four warps: mma.sync m16n8k16, and the
 // accumulator gets the instruction's fragment layout over a 2x2 warp grid. The shared

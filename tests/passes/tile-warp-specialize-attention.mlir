@@ -1,4 +1,4 @@
-// RUN: tilec opt %s -p "tile-select-mma{arch=sm_90a wgmma=true},tile-warp-specialize" | filecheck %s
+// RUN: tilec opt %s -p "tile-select-mma{target=sm_90a wgmma=true},tile-warp-specialize" | filecheck %s
 
 // tile-warp-specialize beyond the plain gemm loop (tile-warp-specialize.mlir): tiles loaded
 // once, loops with more than one gemm, gemm results read in the loop, one stage.

@@ -31,13 +31,13 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         not configs.get("tl.disable_tma_lower")
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
-        *([TileSelectMmaPass(arch=target.arch, wgmma=wgmma)] if mma else []),  # tensor cores
-        *([TileWarpSpecializePass(limit=target.smem_per_block, persistent=bool(configs.get("tilec.persistent", False)),
+        *([TileSelectMmaPass(target=target.name, wgmma=wgmma)] if mma else []),  # tensor cores
+        *([TileWarpSpecializePass(target=target.name, persistent=bool(configs.get("tilec.persistent", False)),
                                   pingpong=bool(configs.get("tilec.pingpong", True)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
-        *([TileStageEpiloguePass(limit=target.smem_per_block)] if specialize else []),  # their results: 16-byte stores
-        *([TilePipelinePass(limit=target.smem_per_block)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
+        *([TileStageEpiloguePass(target=target.name)] if specialize else []),  # their results: 16-byte stores
+        *([TilePipelinePass(target=target.name)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
-        TilePlanSharedMemoryPass(limit=target.smem_per_block, target=target.name),  # offsets, reuse, THE shared-memory budget check
+        TilePlanSharedMemoryPass(target=target.name),  # offsets, reuse, THE shared-memory budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
     ]
