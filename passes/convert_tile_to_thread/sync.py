@@ -180,9 +180,9 @@ def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:
                                                     "action": nvvm.SetMaxRegisterActionAttr(action)})
 
 
-def named_barrier(L: Lowerer, threads: int) -> None:
-    """`bar.sync 1, threads`: the consumer threads of a warp-specialized kernel."""
-    L.emit(nvvm.BarrierOp.create(operands=[L.const(NAMED_CONSUMER_BARRIER, i32), L.const(threads, i32)],
+def named_barrier(L: Lowerer, threads: int, bar: int = NAMED_CONSUMER_BARRIER) -> None:
+    """`bar.sync bar, threads`: by default the consumer threads of a warp-specialized kernel."""
+    L.emit(nvvm.BarrierOp.create(operands=[L.const(bar, i32), L.const(threads, i32)],
                                  properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
 
 
