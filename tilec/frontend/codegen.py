@@ -465,6 +465,10 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error("only `with T.Kernel(...) as ...:` is supported in kernels")
         item = node.items[0]
         func = self.visit(item.context_expr.func)
+        if calls.builtin_name(func) == "attr":
+            from .calls.extern import refusal
+
+            raise refusal(self, "attr")
         if calls.builtin_name(func) != "Kernel":
             raise self.b.error(f"`with {ast.unparse(item.context_expr.func)}(...)` is not supported",
                                hint="kernels open their grid with `with T.Kernel(grid..., threads=N) as bx:`")
