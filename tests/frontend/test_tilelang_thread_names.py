@@ -203,3 +203,57 @@ def test_tir_only_names_are_located_refusals(which, message):
     with pytest.raises(tilec.TilecError, match=message) as e:
         build_prim_func(uses_extern(which))
     assert "test_tilelang_thread_names.py" in str(e.value) and "out of scope" in str(e.value)
+
+
+def split_then_combine(n=256, bn=64):
+    """A split kernel writes partial sums to a T.alloc_global scratch tensor; a combine kernel,
+    launched after it, reads them all."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.float32), Y: T.Tensor((n,), T.float32)):
+        part = T.alloc_global((n // bn,), T.float32)
+        with T.Kernel(n // bn, threads=128) as bx:
+            x = T.alloc_fragment((bn,), T.float32)
+            s = T.alloc_fragment((1,), T.float32)
+            T.copy(X[bx * bn], x)
+            T.reduce_sum(x, s, dim=0)
+            T.copy(s, part[bx])
+        with T.Kernel(n // bn, threads=128) as bx:
+            p = T.alloc_shared((n // bn,), T.float32)
+            y = T.alloc_fragment((bn,), T.float32)
+            T.copy(part, p)
+            T.copy(X[bx * bn], y)
+            for i in T.Parallel(bn):
+                y[i] = y[i] - p[bx] + p[(bx + 1) % (n // bn)]
+            T.copy(y, Y[bx * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["interp", "sim"])
+def test_alloc_global_scratch_is_shared_by_the_kernels_of_a_function(target):
+    x = np.random.default_rng(4).standard_normal(256).astype(np.float32)
+    kernel = tilec.compile(split_then_combine(), out_idx=[-1], target=target)
+    assert [p.name for p in kernel.params][-1] == "workspace0" and kernel.params[-1].is_output
+    sums = x.reshape(4, 64).sum(1)
+    np.testing.assert_allclose(kernel(x), x - sums.repeat(64) + np.roll(sums, -1).repeat(64), rtol=1e-5, atol=1e-4)
+
+
+def test_alloc_global_kernels_assemble_for_sm90a():
+    src = tilec.compile(split_then_combine(), out_idx=[-1], target="sm_90a").get_kernel_source()
+    assert src.count(".entry") == 2
+
+
+def alloc_global_in_kernel():
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1) as bx:
+            tmp = T.alloc_global((64,), T.float32)
+
+    return main
+
+
+def test_alloc_global_inside_a_kernel_is_a_located_error():
+    with pytest.raises(tilec.TilecError, match="call it before `with T.Kernel") as e:
+        build_prim_func(alloc_global_in_kernel())
+    assert f"test_tilelang_thread_names.py:{_line('tmp = T.alloc_global((64,)')}:" in str(e.value)

@@ -5,7 +5,7 @@ is the contract).  These functions only carry signatures and documentation;
 the frontend (`tilec.frontend`) turns calls to them into tile IR.
 """
 
-from .alloc import alloc_barrier, alloc_fragment, alloc_local, alloc_shared, alloc_var, reshape, view
+from .alloc import alloc_barrier, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var, reshape, view
 from . import dtypes, fp8
 from .copy import clear, copy, fill, im2col, tma_copy
 from .dtypes import (
@@ -35,7 +35,7 @@ from .sync import (
 )
 
 __all__ = [
-    "access_ptr", "address_of", "atomic_addx2", "atomic_addx4", "attr", "call_extern", "comm_reducer", "evaluate",
+    "access_ptr", "address_of", "alloc_global", "atomic_addx2", "atomic_addx4", "attr", "call_extern", "comm_reducer", "evaluate",
     "FragmentBuffer", "import_source", "LocalBuffer", "SharedBuffer", "tvm_thread_allreduce", "wait_wgmma",
     "wgmma_gemm",
     "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg", "disable_warp_group_reg_alloc",

@@ -29,6 +29,14 @@ def empty(v, shape, dtype):
     return v.program.declare_output(v, shape, dtype_of(v, dtype, "T.empty"))
 
 
+@handles("alloc_global")
+def alloc_global(v, shape, dtype):
+    if v.kernel is not None:
+        raise v.b.error("T.alloc_global declares a global scratch tensor of the kernel function: call it before "
+                        "`with T.Kernel(...)`", hint="inside a kernel, use T.alloc_shared or T.alloc_fragment")
+    return v.program.declare_workspace(v, shape, dtype_of(v, dtype, "T.alloc_global"))
+
+
 @handles("Kernel")
 def kernel_call(v, **_):
     raise v.b.error("T.Kernel opens a block: use `with T.Kernel(...) as bx:`")
