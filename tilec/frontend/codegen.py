@@ -312,7 +312,10 @@ class KernelVisitor(ast.NodeVisitor):
             if lo < 0 or hi >= ref.shape[dim]:
                 raise self.b.error(f"index {dim} of {ref} takes values {lo} to {hi} over the T.Parallel loop, but "
                                    f"dimension {dim} has size {ref.shape[dim]}",
-                                   hint="make the buffer as large as the loop, or loop over the buffer's own extent")
+                                   hint="make the buffer as large as the loop, or loop over the buffer's own extent "
+                                        "(TileLang may accept this where its layout inference sizes the fragment "
+                                        "by the loop, but the elements past the declared size are not the "
+                                        "buffer's)")
 
     def element_indices(self, access: Access) -> tuple:
         """The indices an element access addresses: its own, or through the tensor's custom T.Layout."""
