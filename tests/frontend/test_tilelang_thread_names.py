@@ -257,3 +257,10 @@ def test_alloc_global_inside_a_kernel_is_a_located_error():
     with pytest.raises(tilec.TilecError, match="call it before `with T.Kernel") as e:
         build_prim_func(alloc_global_in_kernel())
     assert f"test_tilelang_thread_names.py:{_line('tmp = T.alloc_global((64,)')}:" in str(e.value)
+
+
+def test_a_function_of_several_kernels_is_refused_as_one_deployable_image():
+    kernel = tilec.compile(split_then_combine(), out_idx=[-1], target="sm_90a")
+    assert kernel.get_ir("tile").count("tile.kernel") == 2
+    with pytest.raises(tilec.TilecError, match="launches 2 kernels \\(one per T.Kernel\\)"):
+        kernel._backend.emit("cubin")

@@ -69,6 +69,14 @@ class MultiKernelBackend:
         return self._joined(lambda b: b.launch_description())
 
     def emit(self, what: str) -> str:
+        """A textual stage of every kernel (`tilec compile --emit`); a cubin (and its launch manifest)
+        describes one kernel, so it is refused here."""
+        if what in ("cubin", "ptx"):
+            from tilec.errors import TilecError
+
+            raise TilecError(f"{self.program.name} launches {len(self.parts)} kernels (one per T.Kernel): a {what} "
+                             "file with its launch manifest holds one", loc=self.program.loc,
+                             hint="write each T.Kernel as its own kernel function to deploy it, or emit an IR stage")
         return self._joined(lambda b: b.emit(what))
 
     def _joined(self, text) -> str:
