@@ -562,7 +562,9 @@ class TileWarpSpecializePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
-            groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP else 1
+            # (named barriers of the kernel's own would meet the groups' barriers 1-2 and turns 5-6)
+            named = any(isinstance(b, tile.BarrierOp) and b.barrier_id is not None for b in kernel.walk())
+            groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP and not named else 1
             wanted = self.persistent or groups > 1  # ping-pong runs persistent
             plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups)
             if plan is not None:

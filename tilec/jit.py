@@ -272,7 +272,7 @@ class JITFunction:
                 except CacheMissError:
                     pass  # the build it points at is gone: build again
         kernel = JITKernel(make_program(), target, self.pass_configs, execution_backend=self.execution_backend)
-        if memo:
+        if memo and kernel._backend.build_key:  # several T.Kernels: no one build to point at
             cache.memo_put(memo, kernel.program, kernel._backend.build_key)
         return kernel
 

@@ -64,15 +64,37 @@ def _check_index(op: IRDLOperation, barrier: SSAValue, index: SSAValue | None) -
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
     """All threads of the block wait here (`T.sync_threads`); inside the consumer region of a
-    warp-specialized kernel, the consumer threads only.
+    warp-specialized kernel, the consumer threads only. With `barrier_id` (and `thread_count`),
+    a named barrier: the `thread_count` threads (default: the block's) that reach barrier
+    `barrier_id` wait for each other (`T.sync_threads(id, count)`, PTX `bar.sync id, count`).
 
     ```mlir
     tile.barrier
+    tile.barrier {barrier_id = 3 : i64, thread_count = 256 : i64}
     ```
     """
 
     name = "tile.barrier"
+    barrier_id = opt_prop_def(IntegerAttr)
+    thread_count = opt_prop_def(IntegerAttr)
+    irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict"
+
+    def __init__(self, barrier_id: int | None = None, thread_count: int | None = None):
+        props = {}
+        if barrier_id is not None:
+            props["barrier_id"] = _i64(barrier_id)
+        if thread_count is not None:
+            props["thread_count"] = _i64(thread_count)
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        _require(self.thread_count is None or self.barrier_id is not None,
+                 f"{self.name}: thread_count needs a barrier_id")
+        _require(self.barrier_id is None or 0 <= self.barrier_id.value.data < 16,
+                 f"{self.name}: barrier_id must be in [0, 16)")
+        _require(self.thread_count is None or (self.thread_count.value.data > 0 and self.thread_count.value.data % 32 == 0),
+                 f"{self.name}: thread_count must be a positive multiple of 32 (whole warps)")
 
 
 @irdl_op_definition

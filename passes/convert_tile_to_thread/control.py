@@ -66,7 +66,17 @@ def _if(L: Lowerer, op: scf.IfOp, lanes: Lanes | None) -> None:
 
 @uniform(tile.BarrierOp)
 def _barrier(L: Lowerer, op: tile.BarrierOp) -> None:
-    barrier(L)
+    if op.barrier_id is None:
+        barrier(L)
+        return
+    from .sync import NAMED_CONSUMER_BARRIER, named_barrier
+
+    bar = op.barrier_id.value.data
+    if L.barrier_threads is not None and bar == NAMED_CONSUMER_BARRIER:
+        raise L.error(op, f"named barrier {bar} is the consumer threads' barrier of a warp-specialized kernel",
+                      hint="use another barrier id (2 to 15)")
+    count = L.kernel.num_threads if op.thread_count is None else op.thread_count.value.data
+    named_barrier(L, count, bar)
 
 
 @uniform(tile.UseSwizzleOp, tile.AnnotateLayoutOp)

@@ -185,11 +185,11 @@ def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:
                                                     "action": nvvm.SetMaxRegisterActionAttr(action)})
 
 
-def named_barrier(L: Lowerer, threads: int) -> None:
-    """`bar.sync id, threads`: the consumer threads of a warp-specialized kernel (id 1), or of one
-    consumer group (id 1 + g)."""
-    ident = L.const(L.barrier_id, i32) if isinstance(L.barrier_id, int) else \
-        L.emit(arith.IndexCastOp(L.barrier_id, i32)).results[0]
+def named_barrier(L: Lowerer, threads: int, bar: int | None = None) -> None:
+    """`bar.sync id, threads`: `bar` (a user's named barrier), else the consumer threads of a
+    warp-specialized kernel (id 1), or of one consumer group (id 1 + g)."""
+    ident = bar if bar is not None else L.barrier_id
+    ident = L.const(ident, i32) if isinstance(ident, int) else L.emit(arith.IndexCastOp(ident, i32)).results[0]
     L.emit(nvvm.BarrierOp.create(operands=[ident, L.const(threads, i32)],
                                  properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
 

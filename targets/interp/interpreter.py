@@ -9,7 +9,9 @@ function body: the ops before the kernel, then the kernel's grid, block by block
                                      for each block: fresh buffers, body(state)
 
 A runner takes the `State`: the SSA environment, the lane mask of the enclosing `scf.if`
-inside a `tile.parallel` (None: every lane), the parallel's lane indices and the block index.
+inside a `tile.parallel` (None: every lane), the parallel's lane indices and the block index,
+and inside a `tile.warp_specialize` the role it runs (warp_roles.py: the two roles run
+concurrently and meet at mbarriers; elsewhere the block runs in lockstep).
 """
 
 from __future__ import annotations
@@ -24,22 +26,24 @@ from xdsl.ir import Block
 
 from tilec.errors import error_at
 
-from . import scalar_ops, tile_ops
+from . import scalar_ops, tile_ops, warp_roles
 from .values import Tile, numpy_dtype
 
-HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS}
+HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **warp_roles.HANDLERS}
 
 Runner = Callable[["State"], None]
 
 
 class State:
-    __slots__ = ("block", "env", "lanes", "mask")
+    __slots__ = ("block", "env", "lanes", "mask", "role", "roles")
 
     def __init__(self):
         self.env: dict = {}
         self.mask: np.ndarray | None = None
         self.lanes: tuple[np.ndarray, ...] | None = None
         self.block: tuple[int, ...] | None = None
+        self.roles = None  # the baton of the tile.warp_specialize being run (warp_roles.py), None outside one
+        self.role = 0  # this runner's role there: 0 producer, 1 consumer
 
 
 class Compiler:

@@ -38,6 +38,9 @@ CASES = [  # each a few seconds on the interpreter; what it covers besides the k
     "analyze/test_example_analyze.py::test_example_gemm_analyze",  # tilec.tools.Analyzer
     "analyze/test_example_analyze.py::test_example_conv_analyze",  # T.im2col, T.Tensor views
     "gdn/test_example_gdn_compilation.py::test_example_cumsum_compilation",
+    # T.ws roles run concurrently on the interpreter, meeting at mbarriers (barrier arrays, stage views)
+    "warp_specialize/test_example_warp_specialize.py::test_example_warp_specialize_gemm_barrierpipe_stage2",
+    "warp_specialize/test_example_warp_specialize.py::test_example_warp_specialize_gemm_copy_1_gemm_0",
 ]
 
 

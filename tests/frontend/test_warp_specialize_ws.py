@@ -224,8 +224,45 @@ def test_ws_kernels_tilec_cannot_build_are_located_errors(make, message):
     assert "test_warp_specialize_ws.py" in str(e.value)
 
 
-def test_the_interpreter_refuses_warp_specialized_kernels_where_they_are_written():
-    a, b = _operands(64, 64, 64)
-    with pytest.raises(tilec.TilecError, match="tile.warp_specialize is not supported by the interpreter") as e:
-        tilec.compile(ws_gemm(64, 64, 64), out_idx=[-1], target="interp")(a, b)
-    assert "test_warp_specialize_ws.py" in str(e.value)
+@pytest.mark.parametrize("producer", [0, 1])
+def test_the_interpreter_runs_the_two_roles_concurrently_meeting_at_the_barriers(producer):
+    """One buffer reused every iteration: run one role after the other and the gemm sees only the
+    last tile; interleaved at the mbarriers as the hardware does, it is the product."""
+    a, b = _operands(64, 128, 96)
+    _check(tilec.compile(ws_gemm(64, 128, 96, producer=producer), out_idx=[-1], target="interp")(a, b), a, b)
+
+
+def test_the_interpreter_runs_barrier_arrays_and_stage_views():
+    a, b = _operands(128, 128, 192)
+    np.testing.assert_array_equal(tilec.compile(ws_copy_staged(128, 192), out_idx=[-1], target="interp")(a), a)
+    _check(tilec.compile(ws_gemm_staged(128, 128, 192), out_idx=[-1], target="interp")(a, b), a, b)
+
+
+def ws_deadlock():
+    """The producer waits for phase 0 of `done` (parity 0), which only the consumer completes, after
+    the producer's own data: neither can go on."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            done = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.barrier_wait(done, 0)
+                T.tma_copy(A, A_s, barrier=ready)
+                T.barrier_arrive(ready)
+            with T.ws(1):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, C)
+                T.barrier_arrive(done)
+
+    return main
+
+
+def test_a_ws_kernel_whose_barriers_deadlock_is_a_located_error_on_the_interpreter():
+    a = np.zeros((64, 64), np.float16)
+    with pytest.raises(tilec.TilecError, match="deadlock: this mbarrier wait can never pass") as e:
+        tilec.compile(ws_deadlock(), out_idx=[-1], target="interp")(a)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "T.barrier_wait(ready, 0)" in text and i > 240)
+    assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)

@@ -1,13 +1,14 @@
 """The compile driver: from a KernelProgram (the frontend's tile IR and calling convention) to
 a backend that runs it on one Target.
 
-    build(program, target, pass_configs) -> InterpBackend | SimBackend | CudaBackend
+    build(program, target, pass_configs) -> InterpBackend | SimBackend | CudaBackend | MultiKernelBackend
 
     kernel_program.py  KernelProgram, Param: what the frontend hands the compiler
     pass_configs.py    every pass_configs key tilec accepts, and its fate (honoured, n/a, refused)
     pass_list.py       which tile passes run, in which order, per target
     lower.py           tile passes + convert-tile-to-thread; every stage's module kept (`Lowered`)
-    checks.py          one T.Kernel per CUDA launch; shared memory (the planner's budget check, reused)
+    checks.py          shared memory (the planner's budget check, reused)
+    multi_kernel.py    functions with several T.Kernels: one build each, launched in program order
     launch.py          the launch ABI: grid, block, shared memory and the argument kinds
     cuda_build.py      the CUDA build: cache key → lowering → LLVM → PTX → ptxas → cache entry
     cache_entry.py     that build's cache entry, written and read back field by field
@@ -28,13 +29,17 @@ def build(program, target, pass_configs: dict, *, execution_backend: str = "auto
         from tilec.compiler.cpu_backends import InterpBackend
 
         return InterpBackend(program)
-    from tilec.compiler.checks import check_one_kernel
+    from tilec.compiler.multi_kernel import MultiKernelBackend, kernel_count
 
-    check_one_kernel(program, target)
     if target.kind == "sim":
         from tilec.compiler.cpu_backends import SimBackend
 
-        return SimBackend(program, target, pass_configs)
-    from tilec.compiler.cuda_backend import CudaBackend
+        make = lambda p: SimBackend(p, target, pass_configs)  # noqa: E731
+    else:
+        from tilec.compiler.cuda_backend import CudaBackend
 
-    return CudaBackend(program, target, pass_configs, execution_backend=execution_backend, build_key=build_key)
+        make = lambda p: CudaBackend(p, target, pass_configs, execution_backend=execution_backend,  # noqa: E731
+                                     build_key=build_key)
+    if kernel_count(program) > 1:
+        return MultiKernelBackend(program, make)
+    return make(program)

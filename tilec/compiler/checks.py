@@ -44,17 +44,6 @@ def check_gpu_limits(program) -> None:
                            hint="use smaller tiles (block_M / block_N / block_K), or keep some buffers in fragments")
 
 
-def check_one_kernel(program, target) -> None:
-    """The CUDA path launches one grid per kernel function (the interpreter runs any number in turn)."""
-    if program.module is None:
-        return  # from the cache: it was checked when it was built
-    kernels = _kernels(program)
-    if len(kernels) > 1:
-        raise error_at(kernels[1], f"the {target.name} target launches one T.Kernel per kernel function, and this "
-                                   f"is number 2 of {len(kernels)} in {program.name} (the interpreter runs them in turn)",
-                       hint="write each launch as its own kernel function and call them one after the other")
-
-
 def check_lowered_shared_memory(program, target, lowered) -> None:
     """The planned shared memory plus the lowering's scratch must fit the target's block."""
     smem = lowered.spec.smem_bytes

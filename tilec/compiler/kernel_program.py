@@ -21,6 +21,7 @@ class Param:
     dtype: DType
     shape: tuple | None  # ints and dynamic `Symbol`s; None for a scalar
     is_output: bool = False
+    workspace: bool = False  # a T.alloc_global scratch tensor: allocated like an output, never returned
 
 
 @dataclass

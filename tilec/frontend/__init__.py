@@ -85,6 +85,14 @@ class _ProgramBuilder:
         return self._add_tensor(v, f"out{sum(p.is_output for p in self.params)}", shape, dtype, dtype,
                                 is_output=True)
 
+    def declare_workspace(self, v, shape, dtype: DType) -> TileRef:
+        """`T.alloc_global`: a tensor parameter the runtime allocates at each call and never returns."""
+        shape = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+        ref = self._add_tensor(v, f"workspace{sum(p.workspace for p in self.params)}", shape, dtype, dtype,
+                               is_output=True)
+        self.params[-1].workspace = True
+        return ref
+
     # ------------------------------------------------------------------------
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
         if dtype is None and raw_dtype == "handle":
@@ -199,7 +207,7 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
                 raise v.b.error(f"parameter `{name}` of {pf.__name__} needs a T.Tensor(shape, dtype) annotation")
 
     program, _ = _build(pf.fn, eager=False, initial={}, consts=None, declare=declare)
-    n = len(program.params)
+    n = sum(not p.workspace for p in program.params)  # the signature's; T.alloc_global ones come after
     idx = [] if out_idx is None else [out_idx] if isinstance(out_idx, int) else out_idx
     if not isinstance(idx, list | tuple) or not all(isinstance(i, int) and not isinstance(i, bool) for i in idx):
         raise TilecError(f"out_idx must be an int or a list of ints, got {out_idx!r}", loc=program.loc,
@@ -249,6 +257,9 @@ class _ProbeProgram:
         return None  # the probe builds no IR: a statement that uses the tensor before the kernel fails there
 
     def declare_output(self, v, shape, dtype):
+        return None
+
+    def declare_workspace(self, v, shape, dtype):
         return None
 
     def resolve_symbol(self, v, sym: Symbol):

@@ -312,7 +312,10 @@ class KernelVisitor(ast.NodeVisitor):
             if lo < 0 or hi >= ref.shape[dim]:
                 raise self.b.error(f"index {dim} of {ref} takes values {lo} to {hi} over the T.Parallel loop, but "
                                    f"dimension {dim} has size {ref.shape[dim]}",
-                                   hint="make the buffer as large as the loop, or loop over the buffer's own extent")
+                                   hint="make the buffer as large as the loop, or loop over the buffer's own extent "
+                                        "(TileLang may accept this where its layout inference sizes the fragment "
+                                        "by the loop, but the elements past the declared size are not the "
+                                        "buffer's)")
 
     def element_indices(self, access: Access) -> tuple:
         """The indices an element access addresses: its own, or through the tensor's custom T.Layout."""
@@ -465,6 +468,10 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error("only `with T.Kernel(...) as ...:` is supported in kernels")
         item = node.items[0]
         func = self.visit(item.context_expr.func)
+        if calls.builtin_name(func) == "attr":
+            from .calls.extern import refusal
+
+            raise refusal(self, "attr")
         if calls.builtin_name(func) != "Kernel":
             raise self.b.error(f"`with {ast.unparse(item.context_expr.func)}(...)` is not supported",
                                hint="kernels open their grid with `with T.Kernel(grid..., threads=N) as bx:`")

@@ -5,7 +5,7 @@ is the contract).  These functions only carry signatures and documentation;
 the frontend (`tilec.frontend`) turns calls to them into tile IR.
 """
 
-from .alloc import alloc_barrier, alloc_fragment, alloc_local, alloc_shared, alloc_var, reshape, view
+from .alloc import alloc_barrier, alloc_fragment, alloc_global, alloc_local, alloc_shared, alloc_var, reshape, view
 from . import dtypes, fp8
 from .copy import clear, copy, fill, im2col, tma_copy
 from .dtypes import (
@@ -13,7 +13,8 @@ from .dtypes import (
     float8_e5m2, float8_e8m0fnu, float16, float32, float64, half, int, int4, int8, int16, int32, int64, long, ptr, short,
     tfloat32, uint, uint8, uint16, uint32, uint64,
 )
-from .gemm import GemmWarpPolicy, gemm
+from .extern import access_ptr, address_of, attr, call_extern, comm_reducer, evaluate, import_source, tvm_thread_allreduce
+from .gemm import GemmWarpPolicy, gemm, wait_wgmma, wgmma_gemm
 from .hints import (
     annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, dec_max_nreg, disable_warp_group_reg_alloc,
     inc_max_nreg, no_set_max_nreg, set_max_nreg,
@@ -24,16 +25,19 @@ from .math import (
     log, log2, max, min, pow, reinterpret, rsqrt, sigmoid, sin, sqrt, tanh,
 )
 from .structure import (
-    Buffer, Kernel, Macro, PrimFunc, Symbol, Tensor, const, dynamic, empty, get_block_binding,
-    get_thread_binding, macro, prim_func, symbolic,
+    Buffer, FragmentBuffer, Kernel, LocalBuffer, Macro, SharedBuffer, PrimFunc, Symbol, Tensor, const, dynamic, empty, get_block_binding,
+    get_thread_binding, macro, prim_func, symbolic, thread_binding,
 )
 from .reduce import cummax, cumsum, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sync import (
-    Layout, annotate_layout, atomic_add, atomic_max, atomic_min, barrier_arrive, barrier_wait, device_assert,
+    Layout, annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, barrier_arrive, barrier_wait, device_assert,
     mbarrier_arrive, mbarrier_wait_parity, print, sync_threads, use_swizzle, ws,
 )
 
 __all__ = [
+    "access_ptr", "address_of", "alloc_global", "atomic_addx2", "atomic_addx4", "attr", "call_extern", "comm_reducer", "evaluate",
+    "FragmentBuffer", "import_source", "LocalBuffer", "SharedBuffer", "tvm_thread_allreduce", "wait_wgmma",
+    "wgmma_gemm",
     "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg", "disable_warp_group_reg_alloc",
     "inc_max_nreg", "no_set_max_nreg", "set_max_nreg",
     "abs", "alloc_barrier", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var",
@@ -49,6 +53,6 @@ __all__ = [
     "Parallel", "Pipelined", "pow", "ptr", "prim_func", "PrimFunc", "print", "reduce_absmax",
     "reduce_abssum", "reduce_max", "reduce_min", "reduce_sum", "reinterpret", "reshape", "rsqrt",
     "Serial", "serial", "short", "sigmoid", "sin", "sqrt", "Symbol", "symbolic", "sync_threads",
-    "tanh", "Tensor", "tfloat32", "tma_copy", "uint", "uint16", "uint32", "uint64", "uint8",
+    "tanh", "Tensor", "tfloat32", "thread_binding", "tma_copy", "uint", "uint16", "uint32", "uint64", "uint8",
     "unroll", "use_swizzle", "vectorized", "view", "ws",
 ]

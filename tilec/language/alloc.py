@@ -11,6 +11,13 @@ def alloc_shared(shape, dtype, scope="shared.dyn"):
 
 
 @builtin
+def alloc_global(shape, dtype):
+    """A global scratch tensor of the kernel function, outside `T.Kernel`: allocated by the runtime
+    at each call (its contents start undefined), shared by the function's kernels, which run one
+    after the other (a split kernel writes partial results there, a combine kernel reads them)."""
+
+
+@builtin
 def alloc_fragment(shape, dtype, scope="local.fragment"):
     """A register tile spread over the block's threads; its layout is inferred."""
 

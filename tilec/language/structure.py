@@ -96,6 +96,45 @@ class Tensor(metaclass=TensorMeta):
 Buffer = Tensor
 
 
+class _ScopedBufferMeta(type):
+    def __getitem__(cls, item):
+        shape, dtype = item
+        return cls(shape, dtype)
+
+
+class _ScopedBuffer(metaclass=_ScopedBufferMeta):
+    """The annotation of a `T.macro` parameter that takes an on-chip buffer (documentation only:
+    a macro's parameters take whatever the call passes). Not a kernel parameter: kernels take
+    global tensors (T.Tensor)."""
+
+    scope = ""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape = tuple(shape) if isinstance(shape, list | tuple) else (shape,)
+        self.dtype: DType | None = as_dtype(dtype)
+
+    def __repr__(self) -> str:
+        return f"T.{type(self).__name__}({self.shape}, {self.dtype!r})"
+
+
+class SharedBuffer(_ScopedBuffer):
+    """`K_shared: T.SharedBuffer([stages, bn, dim], dtype)`: a macro parameter taking a shared tile."""
+
+    scope = "shared"
+
+
+class FragmentBuffer(_ScopedBuffer):
+    """`acc: T.FragmentBuffer([bm, bn], dtype)`: a macro parameter taking a fragment."""
+
+    scope = "local.fragment"
+
+
+class LocalBuffer(_ScopedBuffer):
+    """`x: T.LocalBuffer([n], dtype)`: a macro parameter taking a per-thread buffer."""
+
+    scope = "local"
+
+
 class AnnotationError(Exception):
     """A parameter annotation that does not evaluate; the frontend reports it at the kernel."""
 
@@ -185,6 +224,12 @@ def Kernel(*grid, threads=128, is_cpu=False, prelude=None):
 @builtin
 def get_thread_binding(dim: int = 0):
     """The thread's index within the block along `dim`."""
+
+
+@builtin
+def thread_binding(start, stop=None, thread=None, annotations=None):
+    """`T.thread_binding(0, n, thread="threadIdx.x")`: the thread's index along that axis (plus
+    `start`); `stop - start` must be the block's thread count there."""
 
 
 @builtin

@@ -6,8 +6,10 @@ from ._builtin import builtin
 
 
 @builtin
-def sync_threads():
-    """All threads of the block wait here."""
+def sync_threads(barrier_id=None, arrive_count=None):
+    """All threads of the block wait here. With `barrier_id` (a constant in [0, 16)): a named barrier,
+    where the `arrive_count` threads (whole warps; default the block's) that reach it wait for each
+    other (PTX `bar.sync barrier_id, arrive_count`)."""
 
 
 @builtin
@@ -40,6 +42,18 @@ def ws(*warp_group_ids):
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """Atomically adds `value` to `dst` (an element or a tile). `memory_order`: None or "relaxed" (tilec's
     atomics are relaxed); `use_tma` (TileLang's TMA reduction) is reported as not applied."""
+
+
+@builtin
+def atomic_addx2(dst, value, return_prev=False):
+    """Atomically adds the 2 consecutive elements starting at element `value` to those starting at
+    element `dst` (along the last dim): `T.atomic_addx2(dX[i, 2 * j], x[i, 2 * j])`."""
+
+
+@builtin
+def atomic_addx4(dst, value, return_prev=False):
+    """Atomically adds the 4 consecutive elements starting at element `value` to those starting at
+    element `dst` (along the last dim): `T.atomic_addx4(dX[i, 4 * j], x_shared[i, 4 * j])`."""
 
 
 @builtin

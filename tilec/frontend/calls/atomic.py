@@ -1,4 +1,6 @@
-"""Atomics: `T.atomic_add / atomic_max / atomic_min` on one element or a whole tile."""
+"""Atomics: `T.atomic_add / atomic_max / atomic_min` on one element or a whole tile, and
+`T.atomic_addx2 / atomic_addx4` on 2 or 4 consecutive elements (one atomic per element: the same
+sum; TileLang's packed `red.v4` is a faster spelling of it)."""
 
 from __future__ import annotations
 
@@ -40,3 +42,32 @@ def atomic(_, kind: str):
         v.b.emit(tile.AtomicOp(d, [], src, kind))
 
     return handler
+
+
+@handles_each({"atomic_addx2": 2, "atomic_addx4": 4})
+def atomic_add_vector(name: str, width: int):
+    def handler(v, dst, value, return_prev):
+        require_kernel(v, f"T.{name}")
+        if return_prev:
+            raise v.b.error(f"T.{name}(return_prev=True) is not supported yet")
+        for what, x in (("destination", dst), ("value", value)):
+            if not isinstance(x, Access) or not x.is_point:
+                raise v.b.error(f"T.{name} takes the first of {width} elements of a tensor or buffer as its {what} "
+                                f"(`X[i, {width} * j]`)", hint=f"for a whole tile use T.atomic_add(dst_tile, src_tile)")
+            v.check_point(x)
+        for c in range(width):
+            d, s = _shifted(v, dst, c), _shifted(v, value, c)
+            indices = [v.index_ssa(i) for i in v.element_indices(d)]
+            v.check_fragment_write(d.tile, indices)
+            ssa = v.b.to_ssa(v.load(s), d.tile.type.element_type)
+            v.b.emit(tile.AtomicOp(d.tile.ssa, indices, ssa, "add"))
+
+    return handler
+
+
+def _shifted(v, access: Access, c: int) -> Access:
+    """`access` moved `c` elements along its last dim."""
+    if c == 0:
+        return access
+    *head, last = access.indices
+    return Access(access.tile, (*head, v.b.binop("+", v.rvalue(last), c)))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import tilec.language as T
 from tilec.dialects import tile
 
+from tilec.compiler.pass_configs import report
+
 from .operands import require_kernel, tile_operand
 from .registry import handles
 
@@ -28,3 +30,15 @@ def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_w
     policy = policy.ir_name if isinstance(policy, T.GemmWarpPolicy) else str(policy).lower()
     v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
                          clear_accum=bool(clear_accum), policy=policy, k_pack=int(k_pack)))
+
+
+@handles("wgmma_gemm")
+def wgmma_gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum):
+    gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, 1, 0)
+
+
+@handles("wait_wgmma")
+def wait_wgmma(v, num_pending):
+    require_kernel(v, "T.wait_wgmma", whole_tiles=True)
+    report("T.wait_wgmma is not applied: tilec's gemms (T.wgmma_gemm included) complete in program order, so "
+           "their results are ready where they are read", v.b.loc)

@@ -29,6 +29,14 @@ def empty(v, shape, dtype):
     return v.program.declare_output(v, shape, dtype_of(v, dtype, "T.empty"))
 
 
+@handles("alloc_global")
+def alloc_global(v, shape, dtype):
+    if v.kernel is not None:
+        raise v.b.error("T.alloc_global declares a global scratch tensor of the kernel function: call it before "
+                        "`with T.Kernel(...)`", hint="inside a kernel, use T.alloc_shared or T.alloc_fragment")
+    return v.program.declare_workspace(v, shape, dtype_of(v, dtype, "T.alloc_global"))
+
+
 @handles("Kernel")
 def kernel_call(v, **_):
     raise v.b.error("T.Kernel opens a block: use `with T.Kernel(...) as bx:`")
@@ -38,6 +46,29 @@ def kernel_call(v, **_):
 def thread_binding(v, dim):
     require_kernel(v, "T.get_thread_binding")
     return Scalar(v.b.emit(tile.ThreadIdOp(static_int(v, dim, "dim"))).results[0])
+
+
+_THREAD_AXES = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+
+
+@handles("thread_binding")
+def thread_binding_var(v, start, stop, thread, annotations):
+    """`kr = T.thread_binding(0, n, thread="threadIdx.x")`: the thread's index along that axis
+    (plus `start`), which must span the block's `n` threads there."""
+    require_kernel(v, "T.thread_binding")
+    if stop is None:
+        start, stop = 0, start
+    if thread not in _THREAD_AXES:
+        raise v.b.error(f"T.thread_binding binds a thread axis, one of {', '.join(_THREAD_AXES)}; got {thread!r}",
+                        hint="block indices come from T.Kernel (or T.get_block_binding)")
+    dim = _THREAD_AXES[thread]
+    lo, hi = static_int(v, start, "T.thread_binding's start"), static_int(v, stop, "T.thread_binding's stop")
+    extent = v.kernel.thread_extents[dim]
+    if hi - lo != extent:
+        raise v.b.error(f"T.thread_binding({lo}, {hi}, thread={thread!r}) spans {hi - lo} threads, but the block "
+                        f"has {extent} along {thread}", hint=f"bind the whole axis: T.thread_binding(0, {extent}, ...)")
+    tid = Scalar(v.b.emit(tile.ThreadIdOp(dim)).results[0])
+    return tid if lo == 0 else v.b.binop("+", tid, lo)
 
 
 @handles("get_block_binding")

@@ -6,14 +6,27 @@ from tilec.dialects import tile
 
 from ..values import BarrierRef
 from ..warp_specialize import producer_arrive
-from .operands import describe_, require_kernel
+from .operands import describe_, require_kernel, static_int
 from .registry import handles
 
 
 @handles("sync_threads")
-def sync_threads(v):
+def sync_threads(v, barrier_id, arrive_count):
     require_kernel(v, "T.sync_threads", whole_tiles=True)
-    v.b.emit(tile.BarrierOp())
+    if barrier_id is None:
+        if arrive_count is not None:
+            raise v.b.error("T.sync_threads(arrive_count=...) needs the barrier_id of the named barrier")
+        v.b.emit(tile.BarrierOp())
+        return
+    bar = static_int(v, barrier_id, "T.sync_threads' barrier_id")
+    if not 0 <= bar < 16:
+        raise v.b.error(f"T.sync_threads: barrier_id must be in [0, 16) (the hardware's named barriers), got {bar}")
+    count = None if arrive_count is None else static_int(v, arrive_count, "T.sync_threads' arrive_count")
+    threads = v.kernel.num_threads
+    if count is not None and not (0 < count <= threads and count % 32 == 0):
+        raise v.b.error(f"T.sync_threads: arrive_count must be a multiple of 32 (whole warps) up to the block's "
+                        f"{threads} threads, got {count}")
+    v.b.emit(tile.BarrierOp(bar, count))
 
 
 def _barrier(v, barrier, what: str) -> BarrierRef:
