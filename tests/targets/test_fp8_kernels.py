@@ -19,19 +19,19 @@ FP8_IDS = ["e4m3fn", "e5m2"]
 TORCH = {T.float32: torch.float32, T.float16: torch.float16, T.bfloat16: torch.bfloat16}
 
 
-def round_trip(n, src, dst):
+def round_trip(n, src, dst, blk=512):
     """B = A as fp8 (through a fragment, as TileLang's T.copy converts), C = B widened back."""
 
     @T.prim_func
     def main(A: T.Tensor((n,), src), B: T.Tensor((n,), dst), C: T.Tensor((n,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
-            a = T.alloc_fragment((n,), src)
-            b = T.alloc_fragment((n,), dst)
-            T.copy(A, a)
+        with T.Kernel(T.ceildiv(n, blk), threads=128) as bx:
+            a = T.alloc_fragment((blk,), src)
+            b = T.alloc_fragment((blk,), dst)
+            T.copy(A[bx * blk], a)
             T.copy(a, b)
-            T.copy(b, B)
-            for i in T.Parallel(n):
-                C[i] = B[i]
+            T.copy(b, B[bx * blk])
+            for i in T.Parallel(blk):
+                C[bx * blk + i] = B[bx * blk + i]
 
     return main
 
@@ -49,7 +49,7 @@ def special_inputs(n, dtype):
 @pytest.mark.parametrize("fp8,tfp8", FP8, ids=FP8_IDS)
 @pytest.mark.parametrize("src", [T.float32, T.float16, T.bfloat16], ids=["f32", "f16", "bf16"])
 def test_casts_are_torchs_bit_for_bit(target, fp8, tfp8, src):
-    n = 512
+    n = 1024
     kernel = tilec.compile(round_trip(n, src, fp8), target=target)
     x = special_inputs(n, TORCH[src])
     b, c = torch.empty(n, dtype=tfp8), torch.empty(n)
