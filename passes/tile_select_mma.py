@@ -10,8 +10,12 @@ Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, wit
   With `wgmma` (sm_90a) a gemm whose operands wgmma can read (B from shared memory, A from
   shared memory or from a fragment: the RS form) gets `mma = "wgmma"` instead, and its shared
   operand allocations the swizzle (and column chunk) of the PTX canonical layouts
-  (`wgmma_operands`). Other gemms keep the SIMT path.
-Fails: never; a gemm the instruction cannot run is left as it is.
+  (`wgmma_operands`). An fp8 gemm (float8_e4m3fn / float8_e5m2 into an f32 fragment) takes
+  wgmma m64nNk32 with both operands K-major in shared memory (`wgmma_fp8_operands`). Other
+  gemms keep the SIMT path.
+Fails: on an fp8 gemm before sm_89, and on wgmma an fp8 gemm with a transposed (not K-major)
+  operand, with an error at the gemm naming the feature; other gemms the instructions cannot
+  run are left as they are.
 
     tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
   becomes
@@ -23,10 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilec.dialects import tile
-from tilec.errors import error_at
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
+
+from tilec.errors import error_at
 
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
 

@@ -112,7 +112,7 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
 
     Every thread first orders its own writes of the tiles (cp.async or stores, generic proxy)
     before the async proxy's reads (`fence.proxy.async.shared::cta`), then a barrier; each
-    warpgroup issues, per k16 step, one wgmma per 64-row block of its rows, commits them as one
+    warpgroup issues, per k16 step (k32 for fp8), one wgmma per 64-row block of its rows, commits them as one
     group and waits for it, the accumulators passing through the wait (tile-select-mma chose
     the operands' swizzles, `wgmma_operands`).
     """

@@ -450,7 +450,7 @@ _WGMMA_DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_bfloat16),
 
 
 def _wgmma(op, c):
-    """wgmma.mma_async m64nNk16 (SS) per warpgroup of 128 threads: A and B read from shared memory
+    """wgmma.mma_async m64nNk16 (m64nNk32 for fp8) per warpgroup of 128 threads: A and B read from shared memory
     through their descriptors, D = A @ B (+ the inouts), the accumulator of thread t of the group
     at row 16 (t/32) + (t%32)/4 + 8 ((i>>1)&1), column 8 (i>>2) + 2 (t%4) + (i&1)."""
     n, k = op.shape.n.data, op.shape.k.data

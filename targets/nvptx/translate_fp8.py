@@ -25,9 +25,9 @@ from llvmlite import ir
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    FloatAttr,
     Float8E4M3FNType,
     Float8E5M2Type,
+    FloatAttr,
     VectorType,
 )
 

@@ -6,6 +6,8 @@ result; fp8 gemms the hardware cannot take are refused at the gemm's line."""
 # Kernels bind block indices they do not use: that is the DSL.
 # ruff: noqa: F841
 
+import re
+
 import pytest
 import torch
 
@@ -165,7 +167,9 @@ def test_gemm_ptx_is_wgmma_k32(fp8, name):
     lines = [line.strip() for line in ptx.splitlines() if "wgmma.mma_async" in line]
     assert lines and len(lines) % 4 == 0  # 2 row blocks x 2 k32 steps per block_K of 64, per copy of the loop body
     assert all(f"m64n64k32.f32.{name}.{name}" in line for line in lines)
-    assert all(line.endswith(", 1, 1, 1;") for line in lines)  # scale-d, imm-scale-a/b; no imm-trans for fp8
+    assert "cp.async.bulk.tensor" in ptx  # the operands come by TMA (a warp-specialized producer)
+    # descriptors, scale-d (1 or a predicate), imm-scale-a/b: no imm-trans operands for fp8
+    assert all(re.search(r"\}, %rd\d+, %rd\d+, (1|%p\d+), 1, 1;$", line) for line in lines), lines[0]
 
 
 def test_n_major_fp8_b_is_refused_at_the_gemm():
@@ -194,3 +198,11 @@ def test_sm_80_refuses_fp8_gemm_naming_the_feature():
 def test_sm_80_refuses_fp8_casts_naming_the_feature():
     with pytest.raises(TilecError, match=r"fp8 .*conversions need sm_89 or newer.*sm_80"):
         tilec.compile(round_trip(256, T.float32, T.float8_e4m3fn), target="sm_80")
+
+
+def test_tma_copies_fp8_as_bytes():
+    from tilec.targets.cuda.tensor_map import TensorMapSpec, tma_supported
+
+    for dtype in ("f8E4M3FN", "f8E5M2"):
+        spec = TensorMapSpec(0, dtype, (64, 128), 128)
+        assert tma_supported(spec, (1024, 512), (512, 1)) is None

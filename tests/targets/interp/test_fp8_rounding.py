@@ -6,7 +6,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-
 from tilec.targets.interp.float8 import encode, to_float8
 from tilec.targets.interp.values import convert
 
