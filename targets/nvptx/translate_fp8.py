@@ -6,7 +6,7 @@ ops and bitcasts need nothing more. What does:
 - `arith.truncf` (and `sitofp` / `uitofp`) into fp8: the source is brought to f32 (f16 / bf16
   exactly, f64 rounded, as torch does), then `llvm.nvvm.ff.to.{e4m3,e5m2}x2.rn` (PTX
   `cvt.rn.satfinite.e4m3x2.f32`: round to nearest even, two values per instruction where a vector
-  gives pairs), then the fix-ups that make it torch's rule (`targets/interp/float8.py`): NaN keeps
+  gives pairs, and two scalar conversions a few ops apart share one: `_partner`), then the fix-ups that make it torch's rule (`targets/interp/float8.py`): NaN keeps
   its sign; e5m2 overflow (|x| ≥ 61440, which rounds above 57344) and ±inf are ±inf, not the
   saturated ±57344 (e4m3fn has no infinity: saturating to ±448 is torch's rule as it is);
 - `arith.extf` (and `fptosi` / `fptoui`) out of fp8: `llvm.nvvm.{e4m3,e5m2}x2.to.f16x2.rn` (exact),
@@ -122,17 +122,64 @@ _INT_TO_FLOAT = {arith.SIToFPOp: "sitofp", arith.UIToFPOp: "uitofp"}
 _FLOAT_TO_INT = {arith.FPToSIOp: "fptosi", arith.FPToUIOp: "fptoui"}
 
 
+_PAIR_WINDOW = 8
+"""How many ops ahead a scalar fp8 conversion looks for its partner (`_partner`)."""
+
+
+def _partner(t: T, op):
+    """A later op of the same block doing the same scalar conversion whose operand is already
+    translated (so it dominates `op`): the two share one cvt. The search stops at ops with
+    regions, `_PAIR_WINDOW` ops ahead."""
+    if isinstance(op.operands[0].type, VectorType):
+        return None
+    other = op.next_op
+    for _ in range(_PAIR_WINDOW):
+        if other is None or other.regions:
+            return None
+        if type(other) is type(op) and other.operands[0].type == op.operands[0].type and \
+                other.results[0].type == op.results[0].type and other.operands[0] in t.values and \
+                other.results[0] not in t.values:
+            return other
+        other = other.next_op
+    return None
+
+
 @lowers(arith.ExtFOp, arith.TruncFOp, *_INT_TO_FLOAT, *_FLOAT_TO_INT)
 def _cast(t: T, op) -> None:
     src_fmt, dst_fmt = fp8_format(op.operands[0].type), fp8_format(op.results[0].type)
     if src_fmt is None and dst_fmt is None:
         translate_ops._cast(t, op)
         return
-    value, ty = t.get(op.operands[0]), t.types(op.results[0].type)
+    if op.results[0] in t.values:  # converted with an earlier op's pair
+        return
+    partner = _partner(t, op)
+    if partner is None:
+        _convert(t, op, [op])
+        return
+    _convert(t, op, [op, partner])
+
+
+def _convert(t: T, op, ops: list) -> None:
+    """The fp8 conversion of `ops` (one op, or two scalar ones of the same types sharing a cvt)."""
+    src_fmt, dst_fmt = fp8_format(op.operands[0].type), fp8_format(op.results[0].type)
+    ty = t.types(op.results[0].type)
+    if len(ops) == 2:  # two scalars as a 2-vector, split again at the end
+        value = _gather(t, [t.get(o.operands[0]) for o in ops], ir.VectorType(t.get(op.operands[0]).type, 2))
+        ty = ir.VectorType(ty, 2)
+    else:
+        value = t.get(op.operands[0])
+    out = _converted(t, op, src_fmt, dst_fmt, value, ty)
+    if len(ops) == 2:
+        for i, o in enumerate(ops):
+            t.values[o.results[0]] = t.b.extract_element(out, I32(i))
+    else:
+        t.set(op, out)
+
+
+def _converted(t: T, op, src_fmt, dst_fmt, value: ir.Value, ty: ir.Type) -> ir.Value:
     elem = ty.element if isinstance(ty, ir.VectorType) else ty
     if src_fmt is not None and dst_fmt is not None:  # e4m3 ↔ e5m2 through f32 (exact widening, one rounding)
-        t.set(op, _gather(t, f32_to_fp8(t, dst_fmt, _widen(t, src_fmt, value, ty)), ty))
-        return
+        return _gather(t, f32_to_fp8(t, dst_fmt, _widen(t, src_fmt, value, ty)), ty)
     if src_fmt is not None:
         wide = _widen(t, src_fmt, value, ty)
         if type(op) in _FLOAT_TO_INT:
@@ -140,14 +187,13 @@ def _cast(t: T, op) -> None:
         else:
             out = [x if elem == F32 else (t.b.fpext(x, elem) if isinstance(elem, ir.DoubleType)
                                           else t.b.fptrunc(x, elem)) for x in wide]
-        t.set(op, _gather(t, out, ty))
-        return
+        return _gather(t, out, ty)
     xs = _elements(t, value)
     if type(op) in _INT_TO_FLOAT:
         xs = [getattr(t.b, _INT_TO_FLOAT[type(op)])(x, F32) for x in xs]
     else:
         xs = [_float_to_f32(t, x) for x in xs]
-    t.set(op, _gather(t, f32_to_fp8(t, dst_fmt, xs), ty))
+    return _gather(t, f32_to_fp8(t, dst_fmt, xs), ty)
 
 
 def _code(value: float, fmt: str) -> int:

@@ -45,6 +45,26 @@ func.func @pairs(%x: memref<?xf32>, %q: memref<?xf8E4M3FN>, %o: memref<?xf16>)
 }
 """
 
+SCALAR_PAIRS = """
+func.func @scalar_pairs(%x: memref<?xf32>, %q: memref<?xf8E4M3FN>, %o: memref<?xf32>)
+    attributes {nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {
+  %i = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
+  %c1 = arith.constant 1 : index
+  %j = arith.addi %i, %c1 : index
+  %a = memref.load %x[%i] : memref<?xf32>
+  %b = memref.load %x[%j] : memref<?xf32>
+  %qa = arith.truncf %a : f32 to f8E4M3FN
+  memref.store %qa, %q[%i] : memref<?xf8E4M3FN>
+  %qb = arith.truncf %b : f32 to f8E4M3FN
+  memref.store %qb, %q[%j] : memref<?xf8E4M3FN>
+  %wa = arith.extf %qa : f8E4M3FN to f32
+  %wb = arith.extf %qb : f8E4M3FN to f32
+  %s = arith.addf %wa, %wb : f32
+  memref.store %s, %o[%i] : memref<?xf32>
+  func.return
+}
+"""
+
 ARITH = """
 func.func @arith(%q: memref<?xf8E5M2>)
     attributes {nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {
@@ -86,6 +106,14 @@ def test_casts_assemble_for_sm_90a():
 @requires_ptxas
 def test_a_vector_pair_is_one_cvt_each_way():
     ptx = emit_ptx(parse(PAIRS), "sm_90a")
+    assert ptx.count("cvt.rn.satfinite.e4m3x2.f32") == 1
+    assert ptx.count("cvt.rn.f16x2.e4m3x2") == 1
+    assemble(ptx, "sm_90a")
+
+
+@requires_ptxas
+def test_two_scalar_conversions_share_a_cvt():
+    ptx = emit_ptx(parse(SCALAR_PAIRS), "sm_90a")
     assert ptx.count("cvt.rn.satfinite.e4m3x2.f32") == 1
     assert ptx.count("cvt.rn.f16x2.e4m3x2") == 1
     assemble(ptx, "sm_90a")
