@@ -206,3 +206,30 @@ def test_tma_copies_fp8_as_bytes():
     for dtype in ("f8E4M3FN", "f8E5M2"):
         spec = TensorMapSpec(0, dtype, (64, 128), 128)
         assert tma_supported(spec, (1024, 512), (512, 1)) is None
+
+
+def fp8_arith(n, fp8):
+    @T.prim_func
+    def main(A: T.Tensor((n,), fp8), B: T.Tensor((n,), fp8), C: T.Tensor((n,), fp8)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(n):
+                C[i] = A[i] * B[i] + A[i]
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fp8,tfp8", FP8, ids=FP8_IDS)
+def test_arithmetic_on_fp8_values(target, fp8, tfp8):
+    """Computed in f32 and rounded into fp8 by torch's rule (overflow included)."""
+    n = 256
+    gen = torch.Generator().manual_seed(9)
+    a = (torch.randn(n, generator=gen) * 30).to(tfp8)
+    b = (torch.randn(n, generator=gen) * 30).to(tfp8)
+    c = torch.empty(n, dtype=tfp8)
+    tilec.compile(fp8_arith(n, fp8), target=target)(a, b, c)
+    af, bf = a.float(), b.float()
+    once = (af * bf + af).to(tfp8)  # one rounding of the f32 result
+    twice = ((af * bf).to(tfp8).float() + af).to(tfp8)  # fp8 arithmetic rounding after each op
+    got = c.view(torch.uint8)
+    assert torch.equal(got, once.view(torch.uint8)) or torch.equal(got, twice.view(torch.uint8))
