@@ -10,8 +10,12 @@ Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, wit
   With `wgmma` (sm_90a) a gemm whose operands wgmma can read (B from shared memory, A from
   shared memory or from a fragment: the RS form) gets `mma = "wgmma"` instead, and its shared
   operand allocations the swizzle (and column chunk) of the PTX canonical layouts
-  (`wgmma_operands`). Other gemms keep the SIMT path.
-Fails: never; a gemm the instruction cannot run is left as it is.
+  (`wgmma_operands`). An fp8 gemm (float8_e4m3fn / float8_e5m2 into an f32 fragment) takes
+  wgmma m64nNk32 with both operands K-major in shared memory (`wgmma_fp8_operands`). Other
+  gemms keep the SIMT path.
+Fails: on an fp8 gemm before sm_89, and on wgmma an fp8 gemm with a transposed (not K-major)
+  operand, with an error at the gemm naming the feature; other gemms the instructions cannot
+  run are left as they are.
 
     tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
   becomes
@@ -26,6 +30,8 @@ from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
+
+from tilec.errors import error_at
 
 from .target_facts import target_facts
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
@@ -65,6 +71,34 @@ def _plain_fragment(value) -> tile.AllocOp | None:
     return alloc
 
 
+FP8_TYPES = ("f8E4M3FN", "f8E5M2")
+
+
+def is_fp8_gemm(op: tile.GemmOp) -> bool:
+    """Whether A or B is fp8 (float8_e4m3fn / float8_e5m2)."""
+    return any(str(v.type.element_type) in FP8_TYPES for v in (op.a, op.b))
+
+
+def wgmma_fp8_operands(op: tile.GemmOp, threads: int) -> dict | None:
+    """`wgmma_operands` of an fp8 gemm (wgmma m64nNk32, e4m3 / e5m2 in any pairing, f32
+    accumulator): both operands K-major in shared memory, the only layout wgmma reads for 8-bit
+    types (A [M, K], B [N, K] with transpose_B), rows of K bytes swizzled by their width (128-byte
+    chunks for wider rows). None when it cannot (`apply` refuses a transposed operand)."""
+    a_t, b_t, c_t = (str(v.type.element_type) for v in (op.a, op.b, op.c))
+    if a_t not in FP8_TYPES or b_t not in FP8_TYPES or c_t != "f32" or op.c.type.scope != "fragment":
+        return None
+    if op.trans_a or not op.trans_b:
+        return None
+    m, n, k = op.mnk()
+    if k % 32 or wgmma_accumulator_layout(m, n, threads) is None:
+        return None
+    a, b = _plain_shared(op.a), _plain_shared(op.b)
+    if a is None or b is None or a is b:
+        return None
+    rows = {a: _row_layout(k, 1), b: _row_layout(k, 1)}
+    return None if None in rows.values() else rows
+
+
 def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
     """How wgmma m64nNk16 reads this gemm's operands: per shared allocation, the swizzle (and the
     column chunk of rows wider than 128 bytes) its layout needs; None when it cannot.
@@ -97,14 +131,17 @@ def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
     return rows
 
 
-def _row_layout(columns: int) -> dict | None:
-    """The shared layout of a wgmma operand whose rows hold `columns` 16-bit values: the swizzle of
-    the row's width (32, 64 or 128 bytes), or 64-column chunks with the 128-byte swizzle for rows
-    wider than 128 bytes (each chunk then is a canonical 128-byte-row tile); None otherwise."""
-    if columns * 2 in (32, 64, 128):
-        return {"swizzle": columns * 2}
-    if columns % 64 == 0:
-        return {"swizzle": 128, "chunk": 64}
+def _row_layout(columns: int, element_bytes: int = 2) -> dict | None:
+    """The shared layout of a wgmma operand whose rows hold `columns` values of `element_bytes`:
+    the swizzle of the row's width (32, 64 or 128 bytes), or 128-byte column chunks (64 halves,
+    128 fp8) with the 128-byte swizzle for wider rows (each chunk then is a canonical
+    128-byte-row tile); None otherwise."""
+    row = columns * element_bytes
+    if row in (32, 64, 128):
+        return {"swizzle": row}
+    chunk = 128 // element_bytes
+    if columns % chunk == 0:
+        return {"swizzle": 128, "chunk": chunk}
     return None
 
 
@@ -131,7 +168,12 @@ class TileSelectMmaPass(ModulePass):
             kernel = _kernel_of(gemm)
             if kernel is None:
                 continue
-            plan = wgmma_operands(gemm, kernel.num_threads) if self.wgmma and target.has_wgmma else None
+            wgmma = self.wgmma and target.has_wgmma
+            if is_fp8_gemm(gemm):
+                _check_fp8_gemm(gemm, target, wgmma)
+                plan = wgmma_fp8_operands(gemm, kernel.num_threads) if wgmma else None
+            else:
+                plan = wgmma_operands(gemm, kernel.num_threads) if wgmma else None
             if plan is not None:
                 gemm.mma = tile.MmaKindAttr(tile.MmaKind.WGMMA)
                 for alloc, facts in plan.items():
@@ -141,6 +183,23 @@ class TileSelectMmaPass(ModulePass):
                 gemm.mma = tile.MmaKindAttr(tile.MmaKind.M16N8K16)
                 for operand in (gemm.a, gemm.b):
                     _swizzle_operand(operand)
+
+
+def _check_fp8_gemm(op: tile.GemmOp, target, wgmma: bool) -> None:
+    """Refuse an fp8 gemm the target cannot run: before sm_89 (no fp8 at all), and on sm_90a's
+    wgmma an operand that is not K-major (wgmma reads 8-bit types only K-major)."""
+    names = {"f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2"}
+    dtype = next(names[str(v.type.element_type)] for v in (op.a, op.b) if str(v.type.element_type) in names)
+    if not target.has_fp8:
+        raise error_at(op, f"T.gemm of {dtype} operands needs sm_89 or newer (fp8 tensor cores and conversions); "
+                           f"the target is {target.arch}",
+                       hint="compile for sm_90a (wgmma e4m3 / e5m2), or convert the operands to float16 first")
+    if wgmma and (op.trans_a or not op.trans_b):
+        which = "A is transposed (M-major)" if op.trans_a else "B is [K, N] (N-major, transpose_B=False)"
+        raise error_at(op, f"T.gemm of {dtype} operands on wgmma: {which}, and wgmma reads 8-bit operands only "
+                           f"K-major",
+                       hint="store B as [N, K] and pass transpose_B=True (A as [M, K], transpose_A=False), or "
+                            "pass the config tl.disable_wgmma to compute it without tensor cores")
 
 
 def _swizzle_operand(value) -> None:

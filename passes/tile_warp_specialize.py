@@ -63,7 +63,7 @@ PRODUCER_THREADS = 128
 WARPGROUP = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
 
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4}
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
 
 
 def _element_bytes(typ) -> int:

@@ -174,6 +174,8 @@ class MMAType(StrEnum):
     BF16 = "bf16"
     F32 = "f32"
     TF32 = "tf32"
+    E4M3 = "e4m3"  # fp8 (float8_e4m3fn): wgmma k32, K-major operands only
+    E5M2 = "e5m2"  # fp8 (float8_e5m2)
 
 
 @irdl_attr_definition

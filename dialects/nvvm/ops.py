@@ -343,7 +343,8 @@ WGMMA_N = tuple(range(8, 257, 8))
 
 @irdl_op_definition
 class WgmmaMmaAsyncOp(IRDLOperation):
-    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` with B from a
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` (or `m64nNk32.f32` of
+    fp8 `{e4m3,e5m2}` operands, both K-major) with B from a
     shared-memory descriptor and A from one (the SS form) or from four registers of packed
     pairs (the RS form: the accumulator layout's m64 x k16 slice, HOPPER_KERNELS.md §1.4),
     issued by the 128 threads of a warpgroup.
@@ -373,10 +374,17 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         if self.scaleD is not None and self.inouts is None:
             raise VerifyException(f"{self.name}: scaleD needs the accumulator inputs (inouts)")
         m, n, k = self.shape.m.data, self.shape.n.data, self.shape.k.data
-        if m != 64 or k != 16 or n not in WGMMA_N:
-            raise VerifyException(f"{self.name}: the shape must be m64nNk16 with N a multiple of 8 up to 256, "
+        fp8 = (MMAType.E4M3, MMAType.E5M2)
+        want_k = 32 if self.typeA.data in fp8 else 16
+        if m != 64 or k != want_k or n not in WGMMA_N:
+            raise VerifyException(f"{self.name}: the shape must be m64nNk{want_k} with N a multiple of 8 up to 256, "
                                   f"got m{m}n{n}k{k}")
-        if self.typeA.data not in (MMAType.F16, MMAType.BF16) or self.typeB.data != self.typeA.data:
+        if self.typeA.data in fp8:  # fp8: e4m3 / e5m2 in any pairing, both operands K-major
+            if self.typeB.data not in fp8:
+                raise VerifyException(f"{self.name}: an fp8 A needs an fp8 B (e4m3 or e5m2)")
+            if self.layoutA.data != MMALayout.ROW or self.layoutB.data != MMALayout.COL:
+                raise VerifyException(f"{self.name}: fp8 operands must be K-major (layoutA = row, layoutB = col)")
+        elif self.typeA.data not in (MMAType.F16, MMAType.BF16) or self.typeB.data != self.typeA.data:
             raise VerifyException(f"{self.name}: A and B must both be f16 or both bf16")
         if self.descriptorA.type != i64:
             _check_struct(self, self.descriptorA.type, [i32] * 4, "descriptorA (register A)")

@@ -207,13 +207,19 @@ class GemmOp(IRDLOperation):
 
     def _verify_mma(self, a, b, c, m: int, n: int, k: int) -> None:
         kind = self.mma_kind
+        fp8 = str(a.element_type) in ("f8E4M3FN", "f8E5M2")
         if kind is not None:
-            _require(str(a.element_type) in ("f16", "bf16") and str(c.element_type) == "f32"
-                     and c.scope == Scope.FRAGMENT,
-                     f"{self.name}: mma = {kind} multiplies f16 or bf16 into an f32 fragment, got "
+            _require((str(a.element_type) in ("f16", "bf16") or fp8 and kind == MmaKind.WGMMA)
+                     and str(c.element_type) == "f32" and c.scope == Scope.FRAGMENT,
+                     f"{self.name}: mma = {kind} multiplies f16 or bf16{' (or fp8)' if kind == MmaKind.WGMMA else ''} "
+                     f"into an f32 fragment, got "
                      f"{a.element_type} into {c}")
             _require(m % 16 == 0 and n % 8 == 0 and k % 16 == 0,
                      f"{self.name}: mma = {kind} needs M % 16, N % 8 and K % 16 zero, got {(m, n, k)}")
+        if kind == MmaKind.WGMMA and fp8:  # 8-bit operands: k32 steps, both K-major in shared memory
+            _require(a.scope == Scope.SHARED and self.trans_b and k % 32 == 0,
+                     f"{self.name}: mma = wgmma reads fp8 A [M, K] and B [N, K] (transpose_b) from shared memory, "
+                     f"K % 32 zero")
         if kind == MmaKind.WGMMA:  # A from shared memory (SS) or from registers (RS, a fragment)
             _require(a.scope in (Scope.SHARED, Scope.FRAGMENT) and b.scope == Scope.SHARED and not self.trans_a
                      and m % 64 == 0,

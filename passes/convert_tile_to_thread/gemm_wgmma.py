@@ -1,5 +1,6 @@
 """The warpgroup gemm (wgmma.mma_async m64nNk16, sm_90a): B (and A) read by the tensor cores
 from swizzled shared tiles through 64-bit matrix descriptors, or A from registers (RS).
+fp8 operands (e4m3 / e5m2) take m64nNk32, both K-major in shared memory (tile-select-mma).
 """
 
 from __future__ import annotations
@@ -97,13 +98,21 @@ def _register_a(L: Lowerer, a: View, m: int, k: int) -> list[list[SSAValue]]:
     return out
 
 
+_MMA_TYPES = {"f16": nvvm.MMAType.F16, "bf16": nvvm.MMAType.BF16, "f8E4M3FN": nvvm.MMAType.E4M3,
+              "f8E5M2": nvvm.MMAType.E5M2}
+
+
+def _mma_type(element_type) -> nvvm.MMATypeAttr:
+    return nvvm.MMATypeAttr(_MMA_TYPES[str(element_type)])
+
+
 def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> None:
     """C += A @ B with wgmma.mma_async m64nNk16, B (and A, the SS form) read by the tensor cores
     from shared memory; a fragment A (the RS form) from registers (`_register_a`).
 
     Every thread first orders its own writes of the tiles (cp.async or stores, generic proxy)
     before the async proxy's reads (`fence.proxy.async.shared::cta`), then a barrier; each
-    warpgroup issues, per k16 step, one wgmma per 64-row block of its rows, commits them as one
+    warpgroup issues, per k16 step (k32 for fp8), one wgmma per 64-row block of its rows, commits them as one
     group and waits for it, the accumulators passing through the wait (tile-select-mma chose
     the operands' swizzles, `wgmma_operands`).
     """
@@ -118,16 +127,18 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
         barrier(L)
     # else tile-warp-specialize's operands: written by TMA (the async proxy) and waited for on an mbarrier
     group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
-    a_row_bytes = (a.chunk or a.shape[1]) * 2 if a.kind == "shared" else 0  # K-major rows wider than 128 bytes: 64-column chunks
+    eb = tile.element_bytes(b.element_type)  # 2 (f16 / bf16) or 1 (fp8)
+    k_step = 32 // eb  # one wgmma reads 32 bytes of K: k16 of 16-bit types, k32 of fp8
+    a_row_bytes = (a.chunk or a.shape[1]) * eb if a.kind == "shared" else 0  # K-major rows wider than 128 bytes: 128-byte chunks
     if op.trans_b:  # B stored [n, k]: K-major like A
         layout_b = nvvm.MMALayout.COL
-        b_lbo, b_sbo = 16, 8 * (b.chunk or b.shape[1]) * 2
-    else:  # B stored [k, n]: N-major, rows of the swizzle width (in column chunks when wider)
+        b_lbo, b_sbo = 16, 8 * (b.chunk or b.shape[1]) * eb
+    else:  # B stored [k, n]: N-major (16-bit types only), rows of the swizzle width (in column chunks when wider)
         layout_b = nvvm.MMALayout.ROW
         width = b.chunk or b.shape[1]
         b_lbo, b_sbo = b.shape[0] * width * 2 if b.chunk else 16, 8 * b.swizzle
-    dtype = nvvm.MMATypeAttr(nvvm.MMAType.BF16 if str(a.element_type) == "bf16" else nvvm.MMAType.F16)
-    props = {"shape": nvvm.MMAShapeAttr(64, n, 16), "typeA": dtype, "typeB": dtype,
+    props = {"shape": nvvm.MMAShapeAttr(64, n, k_step), "typeA": _mma_type(a.element_type),
+             "typeB": _mma_type(b.element_type),
              "layoutA": nvvm.MMALayoutAttr(nvvm.MMALayout.ROW), "layoutB": nvvm.MMALayoutAttr(layout_b)}
     struct = llvm.LLVMStructType.from_type_list([f32] * per_thread)
 
@@ -144,7 +155,7 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     # tile-warp-specialize dropped the zero fill before the loop: its first iteration starts from D = A·B
     accumulate = _after_first_iteration(L, op) if op.zero_on_entry is not None else None
     L.emit(nvvm.WgmmaFenceAlignedOp())
-    for ks in range(0, k, 16):
+    for ks in range(0, k, k_step):
         desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)
         for r in range(reps):
             if a_regs is not None:

@@ -25,9 +25,9 @@ __all__ = ["TensorMapCache", "TensorMapSpec", "encode_arguments", "encoded", "tm
 
 # CUtensorMapDataType, CUtensorMapSwizzle (cuda.h)
 _DTYPE = {"u8": 0, "i8": 0, "u16": 1, "i16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7,
-          "f64": 8, "bf16": 9}
+          "f64": 8, "bf16": 9, "f8E4M3FN": 0, "f8E5M2": 0}  # fp8: copied as bytes (UINT8)
 _BYTES = {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "f16": 2, "bf16": 2, "u32": 4, "i32": 4, "f32": 4, "u64": 8,
-          "i64": 8, "f64": 8}
+          "i64": 8, "f64": 8, "f8E4M3FN": 1, "f8E5M2": 1}
 _SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 MAP_BYTES = 128
 

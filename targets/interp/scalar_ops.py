@@ -23,7 +23,8 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, VectorType
 
 from tilec.errors import error_at
 
-from .values import compute_dtype, numpy_dtype, scalarize, uniform, unsigned
+from .float8 import is_float8
+from .values import compute_dtype, convert, numpy_dtype, scalarize, uniform, unsigned
 
 
 def _elementwise(make):
@@ -131,7 +132,7 @@ def _constant(op, c):
     if isinstance(attr, IntegerAttr):
         value = np.bool_(attr.value.data != 0) if dtype == np.bool_ else np.array(attr.value.data).astype(dtype)[()]
     elif isinstance(attr, FloatAttr):
-        value = dtype.type(attr.value.data)
+        value = convert(np.float64(attr.value.data), dtype) if is_float8(dtype) else dtype.type(attr.value.data)
     else:
         raise error_at(op, f"arith.constant: {attr} is not supported by the interpreter")
 
@@ -160,7 +161,7 @@ def _cast(convert):
 
 
 def _astype(x, dtype):
-    return x.astype(dtype)
+    return convert(x, dtype)
 
 
 def _trunci(x, dtype):
@@ -194,7 +195,20 @@ def _math(fn):
         wide = compute_dtype(dtype)
         if wide == dtype:
             return fn
-        return lambda *xs: fn(*(x.astype(wide) for x in xs)).astype(dtype)
+        return lambda *xs: convert(fn(*(x.astype(wide) for x in xs)), dtype)
+
+    return _elementwise(make)
+
+
+def _float(fn):
+    """A float arithmetic op: in the operands' dtype (f16 / bf16 round after every op), except
+    fp8, which numpy cannot compute in: float32, rounded once to fp8 (torch's rule)."""
+
+    def make(op):
+        dtype = _result_dtype(op)
+        if not is_float8(dtype):
+            return fn
+        return lambda *xs: convert(fn(*(np.asarray(x).astype(np.float32) for x in xs)), dtype)
 
     return _elementwise(make)
 
@@ -203,7 +217,7 @@ def _fma(op):
     # One rounding like the hardware fma: compute in a wider type, round once (almost always).
     dtype = _result_dtype(op)
     wide = np.dtype(np.float64) if dtype.itemsize <= 4 else dtype
-    return lambda a, b, c: (a.astype(wide) * b.astype(wide) + c.astype(wide)).astype(dtype)
+    return lambda a, b, c: convert(a.astype(wide) * b.astype(wide) + c.astype(wide), dtype)
 
 
 # --- scf ------------------------------------------------------------------------------------
@@ -307,8 +321,8 @@ HANDLERS = {
     arith.AndIOp: _fixed(operator.and_), arith.OrIOp: _fixed(operator.or_), arith.XOrIOp: _fixed(operator.xor),
     arith.ShLIOp: _fixed(np.left_shift), arith.ShRSIOp: _fixed(np.right_shift),
     arith.ShRUIOp: _as_unsigned(np.right_shift),
-    arith.AddfOp: _fixed(operator.add), arith.SubfOp: _fixed(operator.sub), arith.MulfOp: _fixed(operator.mul),
-    arith.DivfOp: _fixed(operator.truediv), arith.NegfOp: _fixed(operator.neg),
+    arith.AddfOp: _float(operator.add), arith.SubfOp: _float(operator.sub), arith.MulfOp: _float(operator.mul),
+    arith.DivfOp: _float(operator.truediv), arith.NegfOp: _float(operator.neg),
     arith.MaximumfOp: _fixed(np.maximum), arith.MinimumfOp: _fixed(np.minimum),
     arith.MaxnumfOp: _fixed(np.fmax), arith.MinnumfOp: _fixed(np.fmin),
     arith.CmpiOp: _compare(_CMPI), arith.CmpfOp: _compare(_CMPF), arith.SelectOp: _fixed(_select),
@@ -316,8 +330,8 @@ HANDLERS = {
     arith.ExtSIOp: _cast(lambda x, t: _signed_source(x).astype(t)),
     arith.ExtUIOp: _cast(lambda x, t: unsigned(x).astype(t)),
     arith.TruncIOp: _cast(_trunci), arith.IndexCastOp: _cast(_astype),
-    arith.SIToFPOp: _cast(lambda x, t: _signed_source(x).astype(t)),
-    arith.UIToFPOp: _cast(lambda x, t: unsigned(x).astype(t)),
+    arith.SIToFPOp: _cast(lambda x, t: convert(_signed_source(x), t)),
+    arith.UIToFPOp: _cast(lambda x, t: convert(unsigned(x), t)),
     arith.FPToSIOp: _cast(_astype), arith.FPToUIOp: _cast(_fptoui),
     arith.BitcastOp: _cast(_bitcast),
     mathd.ExpOp: _math(np.exp), mathd.Exp2Op: _math(np.exp2), mathd.ExpM1Op: _math(np.expm1),

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import gpu, llvm, memref, scf, vector
 from ml_dtypes import bfloat16 as ml_bfloat16
+from ml_dtypes import float8_e4m3fn as ml_float8_e4m3fn
+from ml_dtypes import float8_e5m2 as ml_float8_e5m2
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
 
@@ -408,7 +410,7 @@ def _cp_async(op, c):
     return run
 
 
-def wgmma_operand_bytes(desc: int, rows: int, k: int, k_major: bool) -> np.ndarray:
+def wgmma_operand_bytes(desc: int, rows: int, k: int, k_major: bool, element_bytes: int = 2) -> np.ndarray:
     """Byte addresses in the shared window of a wgmma operand read through descriptor `desc`:
     element (r, kk) of a `rows` x `k` operand (r over M or N), as the PTX canonical swizzled
     layouts place it (K-major: 8-row groups SBO apart, rows of the swizzle width; MN-major:
@@ -419,7 +421,7 @@ def wgmma_operand_bytes(desc: int, rows: int, k: int, k_major: bool) -> np.ndarr
     start, lbo, sbo, width = d.start, d.lbo, d.sbo, d.swizzle
     r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
     if k_major:
-        addr = start + (r // 8) * sbo + (r % 8) * width + kk * 2
+        addr = start + (r // 8) * sbo + (r % 8) * width + kk * element_bytes
     else:
         per_row = width // 2
         addr = start + (r // per_row) * lbo + (kk // 8) * sbo + (kk % 8) * width + (r % per_row) * 2
@@ -443,12 +445,18 @@ def _ptr_to_int(op, c):
     return run
 
 
+_WGMMA_DTYPES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_bfloat16),
+                 "e4m3": np.dtype(ml_float8_e4m3fn), "e5m2": np.dtype(ml_float8_e5m2)}
+
+
 def _wgmma(op, c):
-    """wgmma.mma_async m64nNk16 (SS) per warpgroup of 128 threads: A and B read from shared memory
+    """wgmma.mma_async m64nNk16 (m64nNk32 for fp8) per warpgroup of 128 threads: A and B read from shared memory
     through their descriptors, D = A @ B (+ the inouts), the accumulator of thread t of the group
     at row 16 (t/32) + (t%32)/4 + 8 ((i>>1)&1), column 8 (i>>2) + 2 (t%4) + (i&1)."""
-    n = op.shape.n.data
-    half = np.dtype(ml_bfloat16) if op.typeA.data.value == "bf16" else np.dtype(np.float16)
+    n, k = op.shape.n.data, op.shape.k.data
+    half = _WGMMA_DTYPES[op.typeA.data.value]
+    b_dtype = _WGMMA_DTYPES[op.typeB.data.value]
+    eb = half.itemsize  # 2, or 1 for fp8 (k32, K-major only)
     a_kmajor = op.layoutA.data.value == "row"
     b_kmajor = op.layoutB.data.value == "col"
 
@@ -481,13 +489,13 @@ def _wgmma(op, c):
             if len(set(da[sel].tolist())) != 1 or len(set(db[sel].tolist())) != 1:
                 raise error_at(op, "wgmma descriptors differ within a warpgroup (simulated)")
             try:
-                b_addr = wgmma_operand_bytes(int(db[sel][0]), n, 16, b_kmajor)
-                a_addr = None if register_a else wgmma_operand_bytes(int(da[sel][0]), 64, 16, a_kmajor)
+                b_addr = wgmma_operand_bytes(int(db[sel][0]), n, k, b_kmajor, eb)
+                a_addr = None if register_a else wgmma_operand_bytes(int(da[sel][0]), 64, k, a_kmajor, eb)
             except ValueError as e:
                 raise error_at(op, f"{e}") from None
             for addr in (a_addr, b_addr):
-                if addr is not None and (addr.min() < 0 or addr.max() + 2 > raw.size):
-                    raise error_at(op, f"wgmma operand at bytes [{addr.min()}, {addr.max() + 2}) outside the "
+                if addr is not None and (addr.min() < 0 or addr.max() + eb > raw.size):
+                    raise error_at(op, f"wgmma operand at bytes [{addr.min()}, {addr.max() + eb}) outside the "
                                        f"{raw.size} bytes of shared memory (simulated)")
             if register_a:  # A element (row, k) of thread t, register j/2, half j%2 (HOPPER_KERNELS.md §1.4)
                 a = np.zeros((64, 16), np.float64)
@@ -497,8 +505,8 @@ def _wgmma(op, c):
                 ks = 8 * (jj[None, :] >> 2) + 2 * (l[:, None] % 4) + (jj[None, :] & 1)
                 a[rows, ks] = packed
             else:
-                a = raw[a_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (64, 16)
-            b = raw[b_addr[..., None] + np.arange(2)].view(half)[..., 0].astype(np.float64)  # (n, 16)
+                a = raw[a_addr[..., None] + np.arange(eb)].view(half)[..., 0].astype(np.float64)  # (64, k)
+            b = raw[b_addr[..., None] + np.arange(eb)].view(b_dtype)[..., 0].astype(np.float64)  # (n, k)
             d = a @ b.T
             i = np.arange(n // 2)
             rows = 16 * w[:, None] + l[:, None] // 4 + 8 * ((i[None, :] >> 1) & 1)

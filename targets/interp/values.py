@@ -32,6 +32,8 @@ from xdsl.ir import Attribute
 
 from tilec.errors import error_at
 
+from .float8 import is_float8, to_float8
+
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
@@ -64,6 +66,14 @@ def numpy_dtype(typ: Attribute) -> np.dtype | None:
 def compute_dtype(dtype: np.dtype) -> np.dtype:
     """Where math on `dtype` is computed: float32 for the 8- and 16-bit floats, else the dtype itself."""
     return np.dtype(np.float32) if dtype in HALF_DTYPES else dtype
+
+
+def convert(x, dtype: np.dtype):
+    """`x` converted to `dtype` as the GPU converts: numpy's casts, except into fp8, which rounds
+    by torch's rule (`float8.py`: e4m3 saturates, e5m2 overflows to inf)."""
+    if is_float8(dtype) and np.asarray(x).dtype != dtype:
+        return to_float8(x, dtype)
+    return x.astype(dtype) if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x).astype(dtype)[()]
 
 
 def unsigned(x):
@@ -144,6 +154,8 @@ class Tile:
 
     def write(self, values) -> None:
         """Stores `values` (converted to the element type) where the window is inside the storage."""
+        if is_float8(self.base.dtype):
+            values = convert(values, self.base.dtype)
         if self.view is not None:
             np.copyto(self.view, values, casting="unsafe")
             return
@@ -156,7 +168,10 @@ class Tile:
         """`window = ufunc(window, values)` where the window is inside the storage."""
         target, values = (self.view, values) if self.view is not None else self._clipped(values)
         if target is not None:
-            target[...] = ufunc(target, values.astype(self.base.dtype, copy=False))
+            if is_float8(self.base.dtype):  # fp8 math in float32, rounded once
+                target[...] = convert(ufunc(target.astype(np.float32), values.astype(np.float32)), self.base.dtype)
+            else:
+                target[...] = ufunc(target, values.astype(self.base.dtype, copy=False))
 
     def _clipped(self, values: np.ndarray):
         clip = self._clip()
@@ -219,7 +234,7 @@ def _scatter_args(tile: Tile, indices: Sequence, value, mask, op):
 def scatter(tile: Tile, indices: Sequence, value, mask, op) -> None:
     """`tile[indices] = value` on the active, in-range lanes (the last lane wins a collision)."""
     where, value = _scatter_args(tile, indices, value, mask, op)
-    tile.base[where] = value
+    tile.base[where] = convert(value, tile.base.dtype) if is_float8(tile.base.dtype) else value
 
 
 def atomic_at(tile: Tile, indices: Sequence, value, mask, ufunc: np.ufunc, op) -> None:

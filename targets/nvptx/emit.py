@@ -20,6 +20,7 @@ import llvmlite.binding as llvm
 from xdsl.dialects.builtin import ModuleOp
 
 from .translate import TRIPLE, TranslateOptions, translate_module
+from .translate_fp8 import fp8_ptx_version
 
 __all__ = ["compile_llvm_ir", "emit_llvm_ir", "emit_ptx", "ptx_features"]
 
@@ -75,6 +76,7 @@ def compile_llvm_ir(
 ) -> str:
     """LLVM IR text → PTX. `short_shared_pointers` makes addrspace(3) pointers 32-bit
     (`p3:32:32`); `optimized_ir`, when given, receives the IR after optimization."""
+    ptx_version = max(ptx_version or 0, fp8_ptx_version(llvm_ir, arch))
     tm = _target_machine(arch, ptx_features(arch, ptx_version), opt_level)
     mod = llvm.parse_assembly(llvm_ir)
     layout = str(tm.target_data)

@@ -43,6 +43,8 @@ from xdsl.dialects import builtin, func, memref, scf
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -167,6 +169,8 @@ class TypeConverter:
                 return ir.FloatType()
             case Float64Type():
                 return ir.DoubleType()
+            case Float8E4M3FNType() | Float8E5M2Type():
+                return ir.IntType(8)  # fp8 is stored as its code (translate_fp8.py converts)
             case VectorType():
                 if ty.get_num_dims() != 1 or ty.get_num_scalable_dims():
                     raise TranslationError(
@@ -413,6 +417,7 @@ def translate_module(
     from . import (  # noqa: F401  (importing registers the lowerings)
         translate_math,
         translate_nvvm,
+        translate_fp8,
         translate_ops,
         translate_scf,
     )

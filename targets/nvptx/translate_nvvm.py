@@ -174,9 +174,9 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
     """Inline PTX (LLVM has no intrinsic): the N/2 accumulators are outputs, tied to the
     incoming ones when accumulating (scale-d 1), else scale-d 0 and no inputs. The RS form
     takes A as four b32 registers and has no imm-trans-a."""
-    n = op.shape.n.data
+    n, k = op.shape.n.data, op.shape.k.data
     outs = n // 2
-    dtype = op.typeA.data.value
+    type_a, type_b = op.typeA.data.value, op.typeB.data.value
     trans_a = int(op.layoutA.data == nvvm.MMALayout.COL)
     trans_b = int(op.layoutB.data == nvvm.MMALayout.ROW)
     args, constraints = [], ["=f"] * outs
@@ -199,8 +199,9 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
         args.append(t.get(op.scaleD))
         constraints.append("b")
         scale = f"${len(args) + outs - 1}"
-    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype} {{{regs}}}, {a_text}, ${b_at}, "
-            f"{scale}, 1, 1, {trans};")
+    fp8 = type_a in ("e4m3", "e5m2")  # 8-bit operands have no imm-trans (always K-major)
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{type_a}.{type_b} {{{regs}}}, {a_text}, ${b_at}, "
+            f"{scale}, 1, 1" + ("" if fp8 else f", {trans}") + ";")
     ret = ir.LiteralStructType([ir.FloatType()] * outs)
     t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
 
