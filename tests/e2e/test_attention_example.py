@@ -7,14 +7,14 @@ import sys
 
 import pytest
 import torch
+from tilec.targets.nvptx import assemble, emit_ptx
 
 from tilec.compiler.lower import lower_to_thread
 from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
-from tilec.targets.nvptx import assemble, emit_ptx
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-import flash_attention as example  # noqa: E402 - examples/flash_attention.py
+import flash_attention as example
 
 sys.path.pop(0)
 
