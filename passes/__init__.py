@@ -43,6 +43,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "cse": _cse,
     "dce": _dce,
     "tile-legalize-bounds": _lazy("tile_legalize_bounds", "TileLegalizeBoundsPass"),
+    "tile-split-masks": _lazy("tile_split_masks", "TileSplitMasksPass"),
     "tile-select-mma": _lazy("tile_select_mma", "TileSelectMmaPass"),
     "tile-warp-specialize": _lazy("tile_warp_specialize", "TileWarpSpecializePass"),
     "tile-stage-epilogue": _lazy("tile_stage_epilogue", "TileStageEpiloguePass"),

@@ -62,6 +62,14 @@ __all__ = ["TileWarpSpecializePass", "tma_box"]
 PRODUCER_THREADS = 128
 WARPGROUP = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
+REGISTER_FILE = 65536  # 32-bit registers per multiprocessor (sm_90)
+
+
+def consumer_registers(consumer_threads: int) -> int:
+    """setmaxnreg for the consumers: 232 (CUTLASS's) while the register file holds it with the
+    producer's 40, else what it holds, in steps of 8 (three consumer warpgroups: 152)."""
+    fits = (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads
+    return min(CONSUMER_REGS, fits // 8 * 8)
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
 
@@ -512,7 +520,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         if loaded is not None:
             _await_preloads(plan, loaded.result)
         _consume(plan, buffers, full.result, empty.result, None)
-    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS, CONSUMER_REGS, groups)
+    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS,
+                               consumer_registers(kernel.num_threads * groups), groups)
     ws.location = plan.loop.location
     for bar in barriers:
         bar.location = kernel.location

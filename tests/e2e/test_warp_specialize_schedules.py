@@ -161,3 +161,11 @@ def test_pingpong_on_the_gpu(case):
         pytest.skip("warp specialization needs sm_90a")
     for _ in range(2):
         run_case(case, "cuda", "cuda", expect_ir="nvvm.barrier.arrive")
+
+
+def test_three_consumer_warpgroups_get_registers_the_file_holds():
+    """setmaxnreg 232 for 384 consumer threads plus the producer's 128 x 40 would ask for ~94K of
+    the 64K registers: three consumer warpgroups take 152 each."""
+    kernel = tilec.compile(gemm_tiles(192, 128, 128, 192, 128, 64, "float16", threads=384), out_idx=[2], target="sim")
+    ir = kernel.get_ir("tile-opt")
+    assert "consumer_regs = 152 : i64" in ir and "producer_regs = 40 : i64" in ir

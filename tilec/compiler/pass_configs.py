@@ -68,6 +68,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
               "off)"),
+    _honoured("tilec.split_masks", "TILEC_SPLIT_MASKS",
+              "tile-split-masks (on by default): a loop's T.Parallel mask that is uniformly true for a prefix or "
+              "suffix of its iterations (causal attention's diagonal) runs unmasked there; False keeps every mask"),
     _honoured("tl.disable_wgmma", "TL_DISABLE_WGMMA", "keeps tile-select-mma off wgmma, even with tilec.enable_wgmma"),
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),

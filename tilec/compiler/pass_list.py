@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.split_masks`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_pipeline import TilePipelinePass
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
     from tilec.passes.tile_select_mma import TileSelectMmaPass
+    from tilec.passes.tile_split_masks import TileSplitMasksPass
 
     from tilec.passes.tile_stage_epilogue import TileStageEpiloguePass
     from tilec.passes.tile_warp_specialize import TileWarpSpecializePass
@@ -31,6 +32,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         not configs.get("tl.disable_tma_lower")
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
+        *([TileSplitMasksPass()] if configs.get("tilec.split_masks", True) else []),  # masks only where not uniform
         *([TileSelectMmaPass(target=target.name, wgmma=wgmma)] if mma else []),  # tensor cores
         *([TileWarpSpecializePass(target=target.name, persistent=bool(configs.get("tilec.persistent", False)),
                                   pingpong=bool(configs.get("tilec.pingpong", True)))]
