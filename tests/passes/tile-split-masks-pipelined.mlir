@@ -1,5 +1,5 @@
-// RUN: tilec opt %s -p "tile-split-masks,tile-select-mma{arch=sm_90a wgmma=true},tile-warp-specialize" | filecheck %s
-// RUN: tilec opt %s -p "tile-split-masks,tile-select-mma{arch=sm_90a wgmma=true},tile-pipeline" | filecheck %s --check-prefix=CPASYNC
+// RUN: tilec opt %s -p "tile-split-masks,tile-select-mma{target=sm_90a wgmma=true},tile-warp-specialize" | filecheck %s
+// RUN: tilec opt %s -p "tile-split-masks,tile-select-mma{target=sm_90a wgmma=true},tile-pipeline" | filecheck %s --check-prefix=CPASYNC
 
 // tile-split-masks before the passes that schedule a T.Pipelined loop: the loop stays one loop
 // (its versioned mask an scf.if inside it), so tile-warp-specialize still gives it a TMA
