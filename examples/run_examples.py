@@ -7,7 +7,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-EXAMPLES = ["elementwise_add", "softmax", "rms_norm", "gemm"]
+EXAMPLES = ["elementwise_add", "softmax", "rms_norm", "gemm", "flash_attention"]
 
 
 def main() -> int:
