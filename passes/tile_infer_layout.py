@@ -12,7 +12,7 @@ Establishes: each fragment `tile.alloc` and each `tile.parallel` has its `layout
   fragment becomes a guarded loop over the fragment; an op that needs a fragment in a second
   layout works on a converted copy `%x_as<k>` (`tile.copy` both ways, through shared memory
   in the lowering); other accesses go to a shared copy `%x_shared` of the fragment.
-Fails: never.
+Fails: TilecError at a whole-tile op inside a branch on the thread index (thread_branches.py).
 
 Inference is a fixed point (ARCHITECTURE.md, "Layouts"): gemm accumulators
 are seeds; reductions derive replicated layouts; fragment-to-fragment copies
@@ -43,6 +43,7 @@ from xdsl.passes import ModulePass
 
 from tilec.dtypes import from_ir
 
+from .thread_branches import check_thread_branches
 from .fragment_conversions import convert_layouts, expand_region_uses, regular_access, stage_irregular_accesses
 
 from .layouts import (
@@ -281,6 +282,7 @@ class TileInferLayoutPass(ModulePass):
         for kernel in op.walk():
             if not isinstance(kernel, tile.KernelOp):
                 continue
+            check_thread_branches(kernel)
             expand_region_uses(kernel)
             inference = _Inference(kernel)
             inference.run()
