@@ -11,10 +11,10 @@ are written with `T.ws`, which tilec lowers as such).
 
 from __future__ import annotations
 
+from tilec.dialects import tile
 from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
 
-from tilec.dialects import tile
 from tilec.errors import error_at
 
 __all__ = ["check_thread_branches"]

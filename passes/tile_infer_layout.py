@@ -8,10 +8,10 @@ Establishes: each fragment `tile.alloc` and each `tile.parallel` has its `layout
   owning threads serve from registers: a parallel loop indexes fragments with its induction
   variables, in order, in layouts that hold those elements on the threads that run them, and
   an element read outside T.Parallel is a constant index of a replicated fragment. What did
-  not come that way is rewritten (fragment_conversions.py): a copy to or from a region of a
-  fragment becomes a guarded loop over the fragment; an op that needs a fragment in a second
+  not come that way is rewritten: a copy to or from a region of a fragment becomes a guarded
+  loop over the fragment (fragment_regions.py); an op that needs a fragment in a second
   layout works on a converted copy `%x_as<k>` (`tile.copy` both ways, through shared memory
-  in the lowering); other accesses go to a shared copy `%x_shared` of the fragment.
+  in the lowering); other accesses go to a shared copy `%x_shared` (fragment_conversions.py).
 Fails: TilecError at a whole-tile op inside a branch on the thread index (thread_branches.py).
 
 Inference is a fixed point (ARCHITECTURE.md, "Layouts"): gemm accumulators
@@ -43,9 +43,12 @@ from xdsl.passes import ModulePass
 
 from tilec.dtypes import from_ir
 
-from .thread_branches import check_thread_branches
-from .fragment_conversions import convert_layouts, expand_region_uses, regular_access, stage_irregular_accesses
-
+from .fragment_conversions import (
+    convert_layouts,
+    regular_access,
+    stage_irregular_accesses,
+)
+from .fragment_regions import expand_region_uses
 from .layouts import (
     default_layout,
     gemm_accumulator_layout,
@@ -53,6 +56,7 @@ from .layouts import (
     wgmma_accumulator_layout,
     wgmma_register_a_layout,
 )
+from .thread_branches import check_thread_branches
 
 
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:

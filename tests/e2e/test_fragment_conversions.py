@@ -14,10 +14,10 @@ out of a region of a fragment (flash_decoding's varlen logits).
 
 import pytest
 import torch
+from tilec.dialects import print_ir
 
 import tilec
 import tilec.language as T
-from tilec.dialects import print_ir
 from tilec.frontend import build_prim_func
 
 MMA_SYNC = {"tilec.enable_wgmma": False}  # two accumulators in mma.sync layouts of different warp grids
@@ -253,3 +253,51 @@ def read_over_part_of_its_extent():
 
 
 CASES["read_over_part_of_its_extent"] = (read_over_part_of_its_extent, lambda: (torch.randn(64),), [1])
+
+
+def reduced_and_accumulated_in_other_layouts():
+    """A reduction (without clear) into a row vector that a loop over a larger fragment laid out
+    first, and a second gemm into an accumulator with another warp grid: both work on converted
+    copies."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 16), T.float16), B: T.Tensor((16, 64), T.float16), R: T.Tensor((64, 8), T.float32),
+             C: T.Tensor((64, 64), T.float32), M: T.Tensor((64,), T.float32), X: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((64, 64), T.float32)
+            a = T.alloc_shared((64, 16), T.float16)
+            b = T.alloc_shared((16, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            r = T.alloc_fragment((64, 8), T.float16)
+            m = T.alloc_fragment((64,), T.float32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.copy(R, r)
+            T.gemm(a, b, acc, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            T.gemm(a, b, acc, policy=T.GemmWarpPolicy.FullCol)  # acc += a @ b, in another warp grid
+            T.fill(m, 0.0)
+            T.fill(x, 1.0)
+            for i, j in T.Parallel(64, 64):
+                x[i, j] = x[i, j] + m[i]
+            T.reduce_max(r, m, dim=1, clear=False)
+            T.copy(acc, C)
+            T.copy(m, M)
+            T.copy(x, X)
+
+    def ref(a, b, r):
+        s = a.float() @ b.float()
+        return 2 * s, r.half().float().max(1).values.clamp_min(0.0), torch.ones(64, 64)
+
+    return main, ref
+
+
+def test_reduction_and_gemm_on_converted_copies():
+    main, ref = reduced_and_accumulated_in_other_layouts()
+    a, b, r = torch.randn(64, 16).half(), torch.randn(16, 64).half(), torch.randn(64, 8)
+    want = ref(a, b, r)
+    ir = _tile_ir(main, configs=MMA_SYNC)
+    assert "tile.copy %m, %m_as" in ir and "tile.copy %acc, %acc_as" in ir, ir
+    for target in ("interp", "sim"):
+        got = tilec.compile(main, out_idx=[3, 4, 5], target=target, pass_configs=MMA_SYNC)(a, b, r)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, atol=2e-2, rtol=1e-2)
