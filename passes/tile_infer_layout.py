@@ -271,7 +271,7 @@ class _Inference:
         layout = self.layouts[loop]
         for a in accesses:
             if not a.regular:
-                continue  # constant or permuted indices: the lowering reads such fragments as it can
+                continue  # run-time, permuted or partial indices: through shared memory (fragment_conversions)
             changed |= self.set(a.alloc, project(layout, a.dims), loop)
         return changed
 
