@@ -301,3 +301,32 @@ def test_reduction_and_gemm_on_converted_copies():
         got = tilec.compile(main, out_idx=[3, 4, 5], target=target, pass_configs=MMA_SYNC)(a, b, r)
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+def test_on_the_gpu(name):
+    """The same cases on the GPU where one is visible (the interpreter's results are the reference)."""
+    make, inputs, out_idx = CASES[name]
+    main, ref = make()
+    args = inputs()
+    want = ref(*args)
+    want = want if isinstance(want, tuple) else (want,)
+    got = tilec.compile(main, out_idx=out_idx, target="cuda")(*[a.cuda() for a in args])
+    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, atol=1e-4, rtol=1e-4, msg=name)
+
+
+@pytest.mark.gpu
+def test_conversions_on_the_gpu():
+    for make, n_in, out_idx in ((rows_into_two_accumulators, 3, [3, 4]),
+                                (reduced_and_accumulated_in_other_layouts, 3, [3, 4, 5])):
+        main, ref = make()
+        a, b = torch.randn(64, 16).half(), torch.randn(16, 64).half()
+        third = torch.randn(64) if make is rows_into_two_accumulators else torch.randn(64, 8)
+        want = ref(a, b, third)
+        got = tilec.compile(main, out_idx=out_idx, target="cuda", pass_configs=MMA_SYNC)(a.cuda(), b.cuda(),
+                                                                                        third.cuda())
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.cpu(), w, atol=2e-2, rtol=1e-2)
