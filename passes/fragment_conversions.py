@@ -5,7 +5,8 @@ into ones they can (tile-infer-layout's helpers; TileLang's layout inference and
 - *layout conversions*: an op that needs F in a layout other than F's own gets a second
   fragment `%F_as<k>` in that layout, `tile.copy %F, %F_as<k>` before it (the lowering moves
   the elements between threads through shared memory, with its barriers; not when the op
-  overwrites every element unread) and `tile.copy %F_as<k>, %F` after it when it writes F;
+  overwrites every element unread; hoisted out of loops and branches that write neither when
+  the op only reads F) and `tile.copy %F_as<k>, %F` after it when it writes F;
 - *shared trips*: accesses whose owning thread is not the accessing one (run-time or permuted
   indices, a loop variable over part of a dim, an element read outside T.Parallel of a fragment
   that is not replicated) go to a shared copy `%F_shared`: `tile.copy %F, %F_shared` before
@@ -120,8 +121,10 @@ def _redirect(uses, new: SSAValue) -> None:
 
 # -- layout conversions --------------------------------------------------------------------------
 def convert_layouts(conflicts: list[tuple[Operation, tile.AllocOp, Layout]]) -> None:
-    """Each (op, fragment, layout): `op` uses a converted fragment of that layout instead."""
+    """Each (op, fragment, layout): `op` uses a converted fragment of that layout instead. An op
+    that only reads it gets its copy hoisted out of the loops and branches that write neither."""
     converted: dict[tuple[tile.AllocOp, str], tile.AllocOp] = {}
+    copied_at: set[tuple[int, SSAValue]] = set()
     for site, alloc, layout in conflicts:
         key = (alloc, str(layout))
         if key not in converted:
@@ -129,9 +132,13 @@ def convert_layouts(conflicts: list[tuple[Operation, tile.AllocOp, Layout]]) -> 
             converted[key] = _new_buffer(alloc, "fragment", f"as{k}", layout)
         new, value = converted[key].result, alloc.result
         uses = _uses_inside(value, site)
+        written = any(writes(u.operation, value) for u in uses)
         if any(reads(u.operation, value) for u in uses) or not _fully_written(site, value):
-            Rewriter.insert_op(located([tile.CopyOp(value, new)], site), InsertPoint.before(site))
-        if any(writes(u.operation, value) for u in uses):
+            point = site if written else _hoisted(site, alloc, (value, new))
+            if (id(point), new) not in copied_at:
+                copied_at.add((id(point), new))
+                Rewriter.insert_op(located([tile.CopyOp(value, new)], site), InsertPoint.before(point))
+        if written:
             Rewriter.insert_op(located([tile.CopyOp(new, value)], site), InsertPoint.after(site))
         _redirect(uses, new)
 

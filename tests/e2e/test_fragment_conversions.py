@@ -76,6 +76,52 @@ def test_layout_conflict_becomes_a_conversion():
     tilec.compile(main, out_idx=[3, 4], target="sm_90a", pass_configs=MMA_SYNC)
 
 
+def rows_read_in_a_loop():
+    """A row vector converted once before the loop that reads it in another accumulator's layout."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 16), T.float16), B: T.Tensor((16, 64), T.float16), R: T.Tensor((64,), T.float32),
+             D: T.Tensor((64, 8), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 16), T.float16)
+            b = T.alloc_shared((16, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            acc2 = T.alloc_fragment((64, 8), T.float32)
+            rows = T.alloc_fragment((64,), T.float32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.copy(R, rows)
+            T.gemm(a, b, acc, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                acc[i, j] = acc[i, j] * rows[i]
+            T.clear(acc2)
+            for k in T.serial(3):
+                T.gemm(a, b[:, 0:8], acc2)
+                for i, j in T.Parallel(64, 8):
+                    acc2[i, j] = acc2[i, j] + rows[i] + acc[i, j]
+            T.copy(acc2, D)
+
+    def ref(a, b, r):
+        s = a.float() @ b.float()
+        acc = s * r[:, None]
+        d = torch.zeros(64, 8)
+        for _ in range(3):
+            d = d + s[:, :8] + r[:, None] + acc[:, :8]
+        return d
+
+    return main, ref
+
+
+def test_a_conversion_for_a_loop_is_made_once_before_it():
+    main, ref = rows_read_in_a_loop()
+    ir = _tile_ir(main, configs=MMA_SYNC)
+    assert ir.index("tile.copy %rows, %rows_as0") < ir.index("tile.for"), ir
+    a, b, r = torch.randn(64, 16).half(), torch.randn(16, 64).half(), torch.randn(64)
+    for target in ("interp", "sim"):
+        d = tilec.compile(main, out_idx=[3], target=target, pass_configs=MMA_SYNC)(a, b, r)
+        torch.testing.assert_close(d, ref(a, b, r), atol=5e-2, rtol=1e-2)
+
+
 def _tile_ir(main, target="sm_90a", configs=None) -> str:
     from tilec.compiler.lower import run_tile_passes
     from tilec.target import resolve_target

@@ -128,3 +128,43 @@ func.func @region_copy(%Y: !tile.tensor<16x32xf32>) {
   }
   func.return
 }
+
+// -----
+
+// A row vector computed before a loop and read inside it by a loop over an accumulator of
+// another layout: converted once, before the loop (nothing in it writes the vector).
+// CHECK-LABEL: func.func @conversion_hoisted
+// CHECK: tile.copy %rows, %rows_as0
+// CHECK-NEXT: tile.for
+// CHECK-NOT: tile.copy %rows
+// CHECK: tile.load %rows_as0[
+func.func @conversion_hoisted() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %a = tile.alloc : !tile.buffer<64x16xf16, shared>
+    %b = tile.alloc : !tile.buffer<16x64xf16, shared>
+    %b2 = tile.alloc : !tile.buffer<16x8xf16, shared>
+    %acc = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    %acc2 = tile.alloc : !tile.buffer<64x8xf32, fragment>
+    %rows = tile.alloc : !tile.buffer<64xf32, fragment>
+    tile.gemm %a, %b, %acc : !tile.buffer<64x16xf16, shared>, !tile.buffer<16x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    tile.parallel (%i, %j) in [64, 64] {
+      %v = tile.load %acc[%i, %j] : !tile.buffer<64x64xf32, fragment> -> f32
+      %r = tile.load %rows[%i] : !tile.buffer<64xf32, fragment> -> f32
+      %s = arith.addf %v, %r : f32
+      tile.store %s, %acc[%i, %j] : f32, !tile.buffer<64x64xf32, fragment>
+    }
+    tile.for %k = %c0 to %c4 step %c1 {
+      tile.gemm %a, %b2, %acc2 : !tile.buffer<64x16xf16, shared>, !tile.buffer<16x8xf16, shared>, !tile.buffer<64x8xf32, fragment>
+      tile.parallel (%i, %j) in [64, 8] {
+        %v = tile.load %acc2[%i, %j] : !tile.buffer<64x8xf32, fragment> -> f32
+        %r = tile.load %rows[%i] : !tile.buffer<64xf32, fragment> -> f32
+        %s = arith.addf %v, %r : f32
+        tile.store %s, %acc2[%i, %j] : f32, !tile.buffer<64x8xf32, fragment>
+      }
+    }
+  }
+  func.return
+}
