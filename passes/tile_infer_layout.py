@@ -4,17 +4,23 @@ Requires: tile-select-mma, when tensor cores are wanted (the `mma` property of a
   selects the instruction's accumulator layout, and for wgmma with A in a fragment the
   layout of that register operand, which other fixed layouts may override).
 Establishes: each fragment `tile.alloc` and each `tile.parallel` has its `layout`
-  property, a `#tile.fragment<...>` of its shape; fragments a parallel loop indexes with its
-  induction variables hold those elements on the threads that run them.
-Fails: TilecError at the loop when a fragment would need two layouts there (a limit
-  of the CUDA target: the interpreter has no layouts).
+  property, a `#tile.fragment<...>` of its shape; every fragment access is one that the
+  owning threads serve from registers: a parallel loop indexes fragments with its induction
+  variables, in order, in layouts that hold those elements on the threads that run them, and
+  an element read outside T.Parallel is a constant index of a replicated fragment. What did
+  not come that way is rewritten: a copy to or from a region of a fragment becomes a guarded
+  loop over the fragment (fragment_regions.py); an op that needs a fragment in a second
+  layout works on a converted copy `%x_as<k>` (`tile.copy` both ways, through shared memory
+  in the lowering); other accesses go to a shared copy `%x_shared` (fragment_conversions.py).
+Fails: TilecError at a whole-tile op inside a branch on the thread index (thread_branches.py).
 
 Inference is a fixed point (ARCHITECTURE.md, "Layouts"): gemm accumulators
 are seeds; reductions derive replicated layouts; fragment-to-fragment copies
 and parallel loops propagate layouts both ways; a loop that reads fragments only
 with fewer dims than it has (`y[i]` in `T.Parallel(m, n)`) follows one of them,
 extended over its other dims; a fragment nothing constrains gets the default
-coalesced layout, largest fragments first.
+coalesced layout, largest fragments first. A use that needs a fragment in a layout
+other than the one it has is a conflict, converted after the fixed point.
 
     %x = tile.alloc : !tile.buffer<4x1024xf32, fragment>
     tile.reduce %x, %m {kind = "max", dim = 1 : i64, clear = true} : ...
@@ -36,8 +42,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tilec.dtypes import from_ir
-from tilec.errors import error_at
 
+from .fragment_conversions import (
+    convert_layouts,
+    regular_access,
+    stage_irregular_accesses,
+)
+from .fragment_regions import expand_region_uses
 from .layouts import (
     default_layout,
     gemm_accumulator_layout,
@@ -45,6 +56,7 @@ from .layouts import (
     wgmma_accumulator_layout,
     wgmma_register_a_layout,
 )
+from .thread_branches import check_thread_branches
 
 
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:
@@ -66,15 +78,11 @@ def _bytes(typ) -> int:
     return max(1, from_ir(typ.element_type).bits // 8)
 
 
-def _in_order(dims: tuple[int | None, ...]) -> bool:
-    """Whether an access indexes with distinct loop variables in loop order (`x[i, j]`, `y[j]`)."""
-    return None not in dims and list(dims) == sorted(set(dims))
-
-
 @dataclass
 class _Access:
     alloc: tile.AllocOp
     dims: tuple[int | None, ...]  # the loop dim each index is, or None
+    regular: bool  # indexed by loop variables in order, over the fragment's whole extents
 
 
 def _parallel_accesses(loop: tile.ParallelOp) -> tuple[list[_Access], int]:
@@ -86,7 +94,8 @@ def _parallel_accesses(loop: tile.ParallelOp) -> tuple[list[_Access], int]:
             buf = op.source if isinstance(op, tile.LoadOp) else op.dest
             alloc = _fragment(buf)
             if alloc is not None:
-                accesses.append(_Access(alloc, tuple(ivs.get(i) for i in op.indices)))
+                dims = tuple(ivs.get(i) for i in op.indices)
+                accesses.append(_Access(alloc, dims, regular_access(dims, loop.shape, alloc.result.type.shape)))
             elif buf.type.scope in ("global", "shared"):
                 smallest = min(smallest, _bytes(buf.type))
     return accesses, smallest
@@ -162,19 +171,15 @@ class _Inference:
         self.kernel = kernel
         self.threads = kernel.num_threads
         self.layouts: dict[Operation, Layout] = {}  # fragment allocs and parallel loops
+        self.conflicts: dict[tuple[Operation, tile.AllocOp], Layout] = {}  # (op, fragment) → the layout op needs
 
     def set(self, key: Operation, layout: Layout, where: Operation) -> bool:
         old = self.layouts.get(key)
         if old is None:
             self.layouts[key] = layout
             return True
-        if not same_threads(old, layout):
-            name = getattr(key, "result", None)
-            what = f"fragment %{name.name_hint}" if name is not None and name.name_hint else "a fragment"
-            raise error_at(where, f"{what} is used with incompatible thread layouts on the CUDA target: {old} "
-                                  f"and {layout}",
-                           hint="use a copy here: T.copy it into a T.alloc_shared buffer and from there into a "
-                                "second fragment (a fragment-to-fragment T.copy keeps the layout)")
+        if not same_threads(old, layout) and (where, key) not in self.conflicts:
+            self.conflicts[(where, key)] = layout  # `where` gets a converted copy of `key`
         return False
 
     def run(self) -> None:
@@ -219,7 +224,7 @@ class _Inference:
         """Gives `loop` the extension of a fragment it reads with fewer dims, when one has a layout."""
         accesses, smallest = _parallel_accesses(loop)
         for a in accesses:
-            if a.alloc in self.layouts and _in_order(a.dims) and len(a.dims) < len(loop.shape):
+            if a.alloc in self.layouts and a.regular and len(a.dims) < len(loop.shape):
                 self.layouts[loop] = extend(self.layouts[a.alloc], a.dims, loop.shape, 16 // smallest)
                 return True
         return False
@@ -257,7 +262,7 @@ class _Inference:
         changed = False
         if loop not in self.layouts:
             for a in accesses:
-                if a.dims == full and a.alloc in self.layouts:
+                if a.dims == full and a.regular and a.alloc in self.layouts:
                     self.layouts[loop] = self.layouts[a.alloc]
                     changed = True
                     break
@@ -265,8 +270,8 @@ class _Inference:
                 return False
         layout = self.layouts[loop]
         for a in accesses:
-            if not _in_order(a.dims):
-                continue  # constant or permuted indices: the lowering reads such fragments as it can
+            if not a.regular:
+                continue  # run-time, permuted or partial indices: through shared memory (fragment_conversions)
             changed |= self.set(a.alloc, project(layout, a.dims), loop)
         return changed
 
@@ -281,10 +286,14 @@ class TileInferLayoutPass(ModulePass):
         for kernel in op.walk():
             if not isinstance(kernel, tile.KernelOp):
                 continue
+            check_thread_branches(kernel)
+            expand_region_uses(kernel)
             inference = _Inference(kernel)
             inference.run()
             for target, layout in inference.layouts.items():
                 target.layout = tile.FragmentLayoutAttr(str(layout))
+            convert_layouts([(where, alloc, layout) for (where, alloc), layout in inference.conflicts.items()])
+            stage_irregular_accesses(kernel)
 
 
 def layout_of(op: tile.AllocOp | tile.ParallelOp) -> Layout | None:

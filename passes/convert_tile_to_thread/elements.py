@@ -26,18 +26,15 @@ from .scan import atomic, lower_atomic
 
 
 def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: int) -> int:
+    """The slot of the calling thread that holds the element: tile-infer-layout leaves only such
+    accesses (the others go through a converted or shared copy, fragment_conversions.py)."""
     consts = [constant_value(i) for i in indices]
     if lanes is None or all(c is not None for c in consts):
-        if any(c is None for c in consts) or any(m.kind == "t" for modes in view.layout.dims for m in modes):
-            what = "written" if isinstance(op, tile.StoreOp) else "read"
-            raise L.error(op, f"a fragment element {what} outside T.Parallel must be a constant index of a "
-                              "replicated fragment on the CUDA target",
-                          hint="read fragments inside `for ... in T.Parallel(...)`")
+        assert None not in consts and not any(m.kind == "t" for modes in view.layout.dims for m in modes), \
+            f"{op.name} of a fragment at a run-time index, or of one that is not replicated, outside T.Parallel"
         return view.layout.slot_of(tuple(consts))
     dims = [lanes.ivs.get(i) for i in indices]
-    if None in dims or dims != sorted(set(dims)):
-        raise L.error(op, "fragments must be indexed by the T.Parallel loop variables, in order, on the CUDA "
-                          "target", hint="copy the fragment to shared memory to index it freely")
+    assert None not in dims and dims == sorted(set(dims)), f"{op.name} of a fragment not by the loop variables"
     coords = lanes.layout.slot_coords(lanes.slots[k])
     return sum(c * m.stride for d, modes in zip(dims, view.layout.dims)
                for c, m in zip(coords[d], modes) if c is not None)

@@ -1,31 +1,36 @@
 // RUN: tilec opt %s -p tile-infer-layout --split-input-file --verify-diagnostics
 
-// One row vector read by loops over two gemm accumulators of different thread shapes:
-// it would need the rows of both layouts (each loop has a fragment of its own rank, so
-// neither can follow the row vector instead).
-func.func @conflict() {
+// A T.Parallel under a branch on the thread index: its iterations would be spread over all
+// 64 threads, and the 32 outside the branch would not run theirs.
+func.func @parallel_in_thread_branch(%Y: !tile.tensor<64xf32>) {
   %c1 = arith.constant 1 : index
-  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
-    %a = tile.alloc : !tile.buffer<64x16xf16, shared>
-    %b = tile.alloc : !tile.buffer<16x64xf16, shared>
-    %b2 = tile.alloc : !tile.buffer<16x8xf16, shared>
-    %acc = tile.alloc : !tile.buffer<64x64xf32, fragment>
-    %acc2 = tile.alloc : !tile.buffer<64x8xf32, fragment>
-    %rows = tile.alloc : !tile.buffer<64xf32, fragment>
-    tile.gemm %a, %b, %acc : !tile.buffer<64x16xf16, shared>, !tile.buffer<16x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
-    tile.gemm %a, %b2, %acc2 : !tile.buffer<64x16xf16, shared>, !tile.buffer<16x8xf16, shared>, !tile.buffer<64x8xf32, fragment>
-    tile.parallel (%i, %j) in [64, 64] {
-      %v = tile.load %acc[%i, %j] : !tile.buffer<64x64xf32, fragment> -> f32
-      %r = tile.load %rows[%i] : !tile.buffer<64xf32, fragment> -> f32
-      %s = arith.addf %v, %r : f32
-      tile.store %s, %acc[%i, %j] : f32, !tile.buffer<64x64xf32, fragment>
+  tile.kernel (%bx) in (%c1) threads [64, 1, 1] {
+    %c32 = arith.constant 32 : index
+    %t = tile.thread_id
+    %low = arith.cmpi ult, %t, %c32 : index
+    scf.if %low {
+      // expected-error@+1 {{T.Parallel inside a branch on the thread index (T.get_thread_binding) is not supported by the CUDA target}}
+      tile.parallel (%i) in [64] {
+        %z = arith.constant 0.0 : f32
+        tile.store %z, %Y[%i] : f32, !tile.tensor<64xf32>
+      }
     }
-    // expected-error@+1 {{is used with incompatible thread layouts}}
-    tile.parallel (%i, %j) in [64, 8] {
-      %v = tile.load %acc2[%i, %j] : !tile.buffer<64x8xf32, fragment> -> f32
-      %r = tile.load %rows[%i] : !tile.buffer<64xf32, fragment> -> f32
-      %s = arith.addf %v, %r : f32
-      tile.store %s, %acc2[%i, %j] : f32, !tile.buffer<64x8xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// Per-thread code under such a branch is fine: one element, from the threads that take it.
+func.func @negative_scalar_in_thread_branch(%Y: !tile.tensor<64xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [64, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %t = tile.thread_id
+    %first = arith.cmpi eq, %t, %c0 : index
+    scf.if %first {
+      %z = arith.constant 0.0 : f32
+      tile.store %z, %Y[%c0] : f32, !tile.tensor<64xf32>
     }
   }
   func.return
