@@ -31,6 +31,10 @@ def _on_thread_index(value: SSAValue, depth: int = 0) -> bool:
 
 def _whole_tile(op: Operation) -> str | None:
     """How the surface spells `op` when it is work spread over the block's threads."""
+    if isinstance(op, tile.ForOp) and op.kind.data == tile.LoopKind.SERIAL:
+        return None  # control flow: what it runs is checked op by op
+    if isinstance(op, tile.BarrierOp) and op.barrier_id is not None:
+        return None  # a named barrier counts the threads that meet there (T.sync_threads(id, count))
     if isinstance(op, tile.AtomicOp | tile.ForOp | tile.ParallelOp):
         name = tile.block_level_name(op)
         return "T.Parallel" if isinstance(op, tile.ParallelOp) else name
