@@ -74,9 +74,20 @@ def _float_to_f32(t: T, x: ir.Value) -> ir.Value:
     return t.b.fpext(x, F32)
 
 
-def _fix_up(t: T, fmt: str, x: ir.Value, code: ir.Value) -> ir.Value:
-    """cvt.satfinite's code for f32 `x` made torch's: NaN → 0x7F | sign; e5m2 |x| ≥ 61440 → ±inf."""
-    sign = t.b.and_(t.b.trunc(t.b.lshr(t.b.bitcast(x, I32), I32(24)), I8), I8(0x80))
+def _sign_byte(t: T, x: ir.Value) -> ir.Value:
+    """0x80 if the float `x` has its sign bit set (NaNs included), else 0, as i8."""
+    bits = x.type.width if hasattr(x.type, "width") else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(x.type)]
+    word = ir.IntType(bits)
+    top = t.b.trunc(t.b.lshr(t.b.bitcast(x, word), ir.Constant(word, bits - 8)), I8)
+    return t.b.and_(top, I8(0x80))
+
+
+def _fix_up(t: T, fmt: str, x: ir.Value, code: ir.Value, sign: ir.Value | None = None) -> ir.Value:
+    """cvt.satfinite's code for f32 `x` made torch's: NaN → 0x7F | sign; e5m2 |x| ≥ 61440 → ±inf.
+    `sign`: the sign byte of the value `x` was widened from (the GPU's f16 → f32 conversion of a
+    NaN drops its sign)."""
+    if sign is None:
+        sign = _sign_byte(t, x)
     if fmt == "e5m2":
         big = t.b.fcmp_ordered(">=", t.call("llvm.fabs.f32", F32, [x]), F32(_E5M2_INF_FROM))
         code = t.b.select(big, t.b.or_(sign, I8(0x7C)), code)
@@ -84,8 +95,9 @@ def _fix_up(t: T, fmt: str, x: ir.Value, code: ir.Value) -> ir.Value:
     return t.b.select(nan, t.b.or_(sign, I8(0x7F)), code)
 
 
-def f32_to_fp8(t: T, fmt: str, xs: list[ir.Value]) -> list[ir.Value]:
-    """The fp8 codes (i8) of f32 values `xs`, two per cvt."""
+def f32_to_fp8(t: T, fmt: str, xs: list[ir.Value], signs: list | None = None) -> list[ir.Value]:
+    """The fp8 codes (i8) of f32 values `xs`, two per cvt (`signs`: the sign bytes of the values
+    they were widened from)."""
     name = f"llvm.nvvm.ff.to.{fmt}x2.rn"
     codes = []
     for i in range(0, len(xs), 2):
@@ -95,7 +107,7 @@ def f32_to_fp8(t: T, fmt: str, xs: list[ir.Value]) -> list[ir.Value]:
         codes.append(t.b.trunc(pair, I8))
         if i + 1 < len(xs):
             codes.append(t.b.trunc(t.b.lshr(pair, I16(8)), I8))
-    return [_fix_up(t, fmt, x, c) for x, c in zip(xs, codes)]
+    return [_fix_up(t, fmt, x, c, signs[i] if signs else None) for i, (x, c) in enumerate(zip(xs, codes))]
 
 
 def fp8_to_f16(t: T, fmt: str, codes: list[ir.Value]) -> list[ir.Value]:
@@ -189,11 +201,13 @@ def _converted(t: T, op, src_fmt, dst_fmt, value: ir.Value, ty: ir.Type) -> ir.V
                                           else t.b.fptrunc(x, elem)) for x in wide]
         return _gather(t, out, ty)
     xs = _elements(t, value)
+    signs = None
     if type(op) in _INT_TO_FLOAT:
         xs = [getattr(t.b, _INT_TO_FLOAT[type(op)])(x, F32) for x in xs]
     else:
+        signs = [_sign_byte(t, x) for x in xs]  # before widening: a widened NaN may lose its sign
         xs = [_float_to_f32(t, x) for x in xs]
-    return _gather(t, f32_to_fp8(t, dst_fmt, xs), ty)
+    return _gather(t, f32_to_fp8(t, dst_fmt, xs, signs), ty)
 
 
 def _code(value: float, fmt: str) -> int:
