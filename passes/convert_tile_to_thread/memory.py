@@ -128,6 +128,8 @@ class MemoryAccess:
         """Whether `width` elements from `index` along the last dim form one aligned vector access."""
         if width <= 1 or view.kind not in ("global", "shared") or not view.strides or view.strides[-1] != 1:
             return False
+        if view.element_type == i1:  # LLVM packs a vector of i1 into bits; in memory a bool is a byte
+            return False
         nbytes = width * element_bytes(view.element_type)
         if nbytes not in (4, 8, 16):
             return False
