@@ -6,7 +6,7 @@ from ._builtin import builtin
 
 
 @builtin
-def Parallel(*extents, coalesced_width=None):
+def Parallel(*extents, coalesced_width=None, prefer_async=False, annotations=None):
     """An element-wise loop nest over a tile, partitioned over threads and vectorized."""
 
 

@@ -9,6 +9,7 @@ import ast
 import inspect
 
 import tilec.language as T
+from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
 
 from ..parallel_vars import privatize
@@ -76,8 +77,29 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
     v.b.verify(op)
 
 
+def _parallel_hints(v, prefer_async, annotations) -> None:
+    """TileLang's scheduling hints of T.Parallel: accepted, and reported by name when they ask for
+    something (tilec decides how a T.Parallel's copies move by itself)."""
+    prefer_async = v.rvalue(prefer_async) if prefer_async is not None else False
+    if not isinstance(prefer_async, bool):
+        raise v.b.error(f"T.Parallel(prefer_async=...) takes True or False, got {describe_(prefer_async)}")
+    if prefer_async:
+        report("T.Parallel(prefer_async=True) is not applied: tilec moves a T.Parallel's global -> shared "
+               "copies with ordinary loads and stores; its T.copy into shared tiles of T.Pipelined loops are "
+               "asynchronous (cp.async or TMA) without the hint", v.b.loc)
+    if annotations is None:
+        return
+    annotations = v.rvalue(annotations)
+    if not isinstance(annotations, dict):
+        raise v.b.error(f"T.Parallel(annotations=...) takes a dict, got {describe_(annotations)}")
+    if annotations:
+        report(f"T.Parallel(annotations={{{', '.join(map(repr, annotations))}}}) is not applied: they are TVM "
+               f"loop annotations, which tilec's lowering does not read", v.b.loc)
+
+
 def _emit_parallel(v, node, args: list, kwargs: dict) -> None:
     kwargs.pop("coalesced_width", None)
+    _parallel_hints(v, kwargs.pop("prefer_async", False), kwargs.pop("annotations", None))
     if kwargs:
         raise v.b.error(f"T.Parallel got unexpected arguments {sorted(kwargs)}")
     extents = [v.rvalue(a) for a in args]
