@@ -169,3 +169,35 @@ def test_three_consumer_warpgroups_get_registers_the_file_holds():
     kernel = tilec.compile(gemm_tiles(192, 128, 128, 192, 128, 64, "float16", threads=384), out_idx=[2], target="sim")
     ir = kernel.get_ir("tile-opt")
     assert "consumer_regs = 152 : i64" in ir and "producer_regs = 40 : i64" in ir
+
+
+def gemm_rowmax(m, n, k, bm=64, bn=64, bk=64):
+    """A reduction in the epilogue: it exchanges partial maxima through shared memory, which each
+    consumer group must do in an exchange buffer of its own."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Y: T.Tensor((m, n // bn), T.float32)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, bk), T.float16)
+            b = T.alloc_shared((bk, bn), T.float16)
+            c = T.alloc_fragment((bm, bn), T.float32)
+            mx = T.alloc_fragment((bm,), T.float32)
+            T.clear(c)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=2):
+                T.copy(A[by * bm, ko * bk], a)
+                T.copy(B[ko * bk, bx * bn], b)
+                T.gemm(a, b, c)
+            T.reduce_max(c, mx, dim=1)
+            for i in T.Parallel(bm):
+                Y[by * bm + i, bx] = mx[i]
+
+    return main
+
+
+def test_pingpong_groups_reduce_in_exchange_buffers_of_their_own():
+    m, n, k = 384, 256, 128
+    kernel = tilec.compile(gemm_rowmax(m, n, k), out_idx=[2], target="sim")
+    assert "consumer_groups = 2" in kernel.get_ir("tile-opt")
+    a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+    ref = (a.float() @ b.float()).view(m, n // 64, 64).amax(-1)
+    assert (kernel(a, b) - ref).abs().max() < 1e-3
