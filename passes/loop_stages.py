@@ -155,13 +155,18 @@ def writes_global(loop: tile.ForOp) -> bool:
     return False
 
 
+def unstaged_shared_bytes(kernel: tile.KernelOp, copies: list[StagedCopy]) -> int:
+    """Bytes of the kernel's shared buffers other than the tiles `copies` stage."""
+    staged = {c.alloc for c in copies}
+    return sum(op.nbytes for op in kernel.walk() if isinstance(op, tile.AllocOp)
+               and op.result.type.scope == "shared" and op not in staged)
+
+
 def fitting_stages(kernel: tile.KernelOp, copies: list[StagedCopy], stages: int, limit: int) -> int | None:
     """At most `stages`, as many as fit `limit` bytes with the kernel's other shared buffers (an
     estimate that adds everything up, as if nothing shared bytes: the planner may do better)."""
-    staged = {c.alloc for c in copies}
-    others = sum(op.nbytes for op in kernel.walk() if isinstance(op, tile.AllocOp)
-                 and op.result.type.scope == "shared" and op not in staged)
-    per_stage = sum(a.nbytes for a in staged)
+    others = unstaged_shared_bytes(kernel, copies)
+    per_stage = sum(a.nbytes for a in {c.alloc for c in copies})
     while stages >= 1 and others + stages * per_stage + 1024 > limit:  # 1 KB: barriers, alignment
         stages -= 1
     return stages if stages >= 1 else None

@@ -54,7 +54,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from .analysis import constant_value, value_range
 from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
-                          use_stage_views, writes_global)
+                          unstaged_shared_bytes, use_stage_views, writes_global)
 from .target_facts import shared_limit
 
 __all__ = ["TileWarpSpecializePass", "tma_box"]
@@ -70,6 +70,7 @@ def consumer_registers(consumer_threads: int) -> int:
     producer's 40, else what it holds, in steps of 8 (three consumer warpgroups: 152)."""
     fits = (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads
     return min(CONSUMER_REGS, fits // 8 * 8)
+
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
 
@@ -189,9 +190,7 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: i
     stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
     if persistent and not preloads and persistent_fits(kernel, loop):  # the epilogue's tiles get bytes of their own
         limit -= _epilogue_bytes(kernel, loop) * groups
-        staged = {c.alloc for c in copies}  # ping-pong: each further group has its own copy of the other tiles
-        limit -= (groups - 1) * sum(op.nbytes for op in kernel.walk() if isinstance(op, tile.AllocOp)
-                                    and op.result.type.scope == "shared" and op not in staged)
+        limit -= (groups - 1) * unstaged_shared_bytes(kernel, copies)  # ping-pong: each further group's own tiles
     stages = fitting_stages(kernel, copies, stages, limit)
     if stages is None:
         _decline(loop, "even one stage of its tiles does not fit the shared memory")
@@ -536,17 +535,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         ring = set(buffers.values())
         for alloc in [op for op in body.ops if isinstance(op, tile.AllocOp) and op.result.type.scope == "shared"
                       and op.result not in ring and op.result.uses]:
-            assert all(ws.consumer in _regions_above(use.operation) for use in alloc.result.uses)
+            assert all(tile.consumer_split(use.operation) is ws for use in alloc.result.uses)
             give_each_group(ws, alloc)
-
-
-def _regions_above(op: Operation) -> list[Region]:
-    regions, region = [], op.parent_region()
-    while region is not None:
-        regions.append(region)
-        parent = region.parent_op()
-        region = parent.parent_region() if parent is not None else None
-    return regions
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ from .sync import (
     TmaLoadOp,
     WaitTurnOp,
     WarpSpecializeOp,
+    consumer_split,
 )
 from .types import (
     ATOMIC_KINDS,
@@ -203,6 +204,7 @@ __all__ = [
     "BarrierOp",
     "BufferType",
     "ConsumerGroupOp",
+    "consumer_split",
     "PassTurnOp",
     "WaitTurnOp",
     "CopyOp",

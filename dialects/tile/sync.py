@@ -312,14 +312,11 @@ class ConsumerGroupOp(IRDLOperation):
         super().__init__(result_types=[_INDEX])
 
     def verify_(self) -> None:
-        _require(_enclosing_split(self) is not None,
+        _require(consumer_split(self) is not None,
                  f"{self.name} must be inside the consumer region of a tile.warp_specialize")
 
 
 class _TurnOp(IRDLOperation):
-    def __init__(self):
-        super().__init__()
-
     def verify_(self) -> None:
         parent = self.parent_op()
         while parent is not None and not isinstance(parent, PersistentOp):
@@ -371,7 +368,7 @@ class PassTurnOp(_TurnOp):
     assembly_format = "attr-dict"
 
 
-def _enclosing_split(op) -> WarpSpecializeOp | None:
+def consumer_split(op) -> WarpSpecializeOp | None:
     """The `tile.warp_specialize` whose consumer region holds `op` (None: not in one)."""
     region = op.parent_region()
     while region is not None:
@@ -458,7 +455,7 @@ class PersistentOp(IRDLOperation):
         _require(len(self.body.block.args) == len(self.grid) + 1,
                  f"{self.name}: the body needs one tile index per grid dimension and the count of tiles before")
         if self.group_count != 1:
-            split = _enclosing_split(self)
+            split = consumer_split(self)
             _require(split is not None and split.groups == self.group_count,
                      f"{self.name}: groups = {self.group_count} needs the consumer region of a tile.warp_specialize "
                      f"with as many consumer groups")

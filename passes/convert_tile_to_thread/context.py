@@ -77,7 +77,6 @@ class Lowerer(MemoryAccess):
         self.barrier_threads: int | None = None  # inside a warp-specialized region: the threads a barrier spans
         # ping-pong (a tile.warp_specialize of consumer_groups G > 1), set by the kernel ABI: each
         # group's threads see `tid` from 0 (tid = block_tid mod threads) and `group` is theirs
-        self.groups = 1
         self.block_tid: SSAValue | None = None  # the thread's id in the whole block
         self.group: SSAValue | None = None  # block_tid / threads
         self.group_scratch: Operation | None = None  # the constant: bytes between two groups' exchange buffers

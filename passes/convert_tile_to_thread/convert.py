@@ -175,7 +175,6 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     L.tid = L.block_tid = _linear_thread_id(L, kernel.thread_extents)
     split = next((op for op in kernel.walk() if isinstance(op, tile.WarpSpecializeOp)), None)
     if split is not None and split.groups > 1:  # ping-pong: each consumer group numbers its threads from 0
-        L.groups = split.groups
         L.group = L.emit(arith.DivUIOp(L.block_tid, L.const(L.threads))).results[0]
         L.tid = L.emit(arith.RemUIOp(L.block_tid, L.const(L.threads))).results[0]
         L.group_scratch = L.emit(arith.ConstantOp(IntegerAttr(0, INDEX)))  # set once the exchange area is known
@@ -234,7 +233,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     if L.group_scratch is not None:  # one exchange buffer per consumer group
         stride = round_up(scratch, SHARED_ALIGN)
         L.group_scratch.properties["value"] = IntegerAttr(stride, INDEX)
-        scratch = stride * L.groups
+        scratch = stride * split.groups
     new.attributes["tilec.smem_bytes"] = IntegerAttr(L.scratch_base + scratch, i64)
     new.location = f.location
     return new

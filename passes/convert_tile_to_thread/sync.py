@@ -26,7 +26,7 @@ from tilec.dialects import nvvm, tile
 
 from .context import Lowerer
 from .copy import barrier
-from .memory import View, element_bytes, memref_type, shared_ptr
+from .memory import Index, View, element_bytes, memref_type, shared_ptr
 from .registry import lower_block, uniform
 
 TENSOR_MAP_BYTES = 128
@@ -185,9 +185,9 @@ def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:
                                                     "action": nvvm.SetMaxRegisterActionAttr(action)})
 
 
-def named_barrier(L: Lowerer, threads: int, bar: int | None = None) -> None:
-    """`bar.sync id, threads`: `bar` (a user's named barrier), else the consumer threads of a
-    warp-specialized kernel (id 1), or of one consumer group (id 1 + g)."""
+def named_barrier(L: Lowerer, threads: int, bar: Index | None = None) -> None:
+    """`bar.sync id, threads`: `bar` (a user's named barrier, or a group's turn), else the consumer
+    threads of a warp-specialized kernel (id 1), or of one consumer group (id 1 + g)."""
     ident = bar if bar is not None else L.barrier_id
     ident = L.const(ident, i32) if isinstance(ident, int) else L.emit(arith.IndexCastOp(ident, i32)).results[0]
     L.emit(nvvm.BarrierOp.create(operands=[ident, L.const(threads, i32)],
@@ -199,11 +199,10 @@ TURN_BARRIERS = 5
 
 
 def _turn_barrier(L: Lowerer, n) -> SSAValue:
-    """The named barrier (i32) of the turn of the block's tile number `n`."""
+    """The named barrier (an index) of the turn of the block's tile number `n`."""
     groups = L.turn[4]
-    ident = L.add(L.rem(n, groups) if groups & (groups - 1) == 0 else
-                  L.emit(arith.RemUIOp(n, L.const(groups))).results[0], TURN_BARRIERS)
-    return L.emit(arith.IndexCastOp(L.ssa(ident), i32)).results[0]
+    return L.ssa(L.add(L.rem(n, groups) if groups & (groups - 1) == 0 else
+                       L.emit(arith.RemUIOp(n, L.const(groups))).results[0], TURN_BARRIERS))
 
 
 @uniform(tile.WaitTurnOp)
@@ -215,8 +214,7 @@ def _wait_turn(L: Lowerer, op: tile.WaitTurnOp) -> None:
     then = Block()
     L.emit(scf.IfOp(later, [], Region(then)))
     with L.push(then):
-        L.emit(nvvm.BarrierOp.create(operands=[_turn_barrier(L, n), L.const(2 * L.threads, i32)],
-                                     properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
+        named_barrier(L, 2 * L.threads, _turn_barrier(L, n))
         L.emit(scf.YieldOp())
 
 
@@ -228,7 +226,8 @@ def _pass_turn(L: Lowerer, op: tile.PassTurnOp) -> None:
     then = Block()
     L.emit(scf.IfOp(following, [], Region(then)))
     with L.push(then):
-        L.emit(nvvm.BarrierArriveOp.create(operands=[_turn_barrier(L, L.add(n, 1)), L.const(2 * L.threads, i32)]))
+        bar = L.emit(arith.IndexCastOp(_turn_barrier(L, L.add(n, 1)), i32)).results[0]
+        L.emit(nvvm.BarrierArriveOp.create(operands=[bar, L.const(2 * L.threads, i32)]))
         L.emit(scf.YieldOp())
 
 
