@@ -202,7 +202,9 @@ def uses_extern(which):
 def test_tir_only_names_are_located_refusals(which, message):
     with pytest.raises(tilec.TilecError, match=message) as e:
         build_prim_func(uses_extern(which))
-    assert "test_tilelang_thread_names.py" in str(e.value) and "out of scope" in str(e.value)
+    assert "out of scope" in str(e.value)
+    call = {"import_source": "T.import_source(", "call_extern": "T.call_extern(", "attr": "with T.attr("}[which]
+    assert f"test_tilelang_thread_names.py:{_line(call)}:" in str(e.value)
 
 
 def split_then_combine(n=256, bn=64):
@@ -262,5 +264,8 @@ def test_alloc_global_inside_a_kernel_is_a_located_error():
 def test_a_function_of_several_kernels_is_refused_as_one_deployable_image():
     kernel = tilec.compile(split_then_combine(), out_idx=[-1], target="sm_90a")
     assert kernel.get_ir("tile").count("tile.kernel") == 2
-    with pytest.raises(tilec.TilecError, match="launches 2 kernels \\(one per T.Kernel\\)"):
+    with pytest.raises(tilec.TilecError, match="launches 2 kernels \\(one per T.Kernel\\)") as e:
         kernel._backend.emit("cubin")
+    start = _line("def split_then_combine(")
+    main = next(i for i, text in enumerate(open(__file__), 1) if i > start and "def main(" in text)
+    assert f"test_tilelang_thread_names.py:{main}:" in str(e.value), str(e.value)  # the kernel function's def

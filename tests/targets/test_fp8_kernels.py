@@ -177,6 +177,7 @@ def test_n_major_fp8_b_is_refused_at_the_gemm():
         tilec.compile(fp8_gemm(128, 64, 128, 128, 64, 64, T.float8_e4m3fn, trans_b=False), target="sm_90a")
     assert "T.gemm(a_s, b_s, c_l, transpose_B=trans_b)" in str(info.value)
     assert "transpose_B=True" in str(info.value)
+    assert f"test_fp8_kernels.py:{_gemm_line()}:" in str(info.value)
 
 
 def test_without_wgmma_an_n_major_fp8_gemm_runs_without_tensor_cores():
@@ -192,7 +193,12 @@ def test_without_wgmma_an_n_major_fp8_gemm_runs_without_tensor_cores():
 def test_sm_80_refuses_fp8_gemm_naming_the_feature():
     with pytest.raises(TilecError, match=r"float8_e4m3fn operands needs sm_89 or newer.*sm_80") as info:
         tilec.compile(fp8_gemm(128, 64, 128, 128, 64, 64, T.float8_e4m3fn), target="sm_80")
-    assert "T.gemm(" in str(info.value)
+    assert f"test_fp8_kernels.py:{_gemm_line()}:" in str(info.value)
+
+
+def _gemm_line() -> int:
+    return next(i for i, text in enumerate(open(__file__), 1) if "T.gemm(a_s, b_s, c_l, transpose_B=trans_b)" in text
+                and "assert" not in text)
 
 
 def test_sm_80_refuses_fp8_casts_naming_the_feature():
