@@ -37,12 +37,13 @@ from dataclasses import dataclass
 from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import affine_form, value_range
+from .loop_stages import Builder
 
 __all__ = ["TileSplitMasksPass"]
 
@@ -116,32 +117,18 @@ def _masks(par: tile.ParallelOp) -> list[SSAValue]:
     return list(dict.fromkeys(conds))
 
 
-class _Ops:
-    """New index ops at one insertion point."""
-
-    def __init__(self):
-        self.ops: list[Operation] = []
-
-    def add(self, op: Operation) -> SSAValue:
-        self.ops.append(op)
-        return op.results[0]
-
-    def const(self, n: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(n, INDEX)))
-
-
-def _split_point(b: _Ops, bound: _Bound) -> SSAValue:
+def _split_point(b: Builder, bound: _Bound) -> SSAValue:
     """The first k the bound fails at (a prefix) or holds from (a suffix)."""
     if not bound.invariant:
         n = bound.const // -bound.coeff + 1 if bound.prefix else -(bound.const // bound.coeff)
-        return b.const(n)
-    total = b.const(bound.const)
+        return b.index(n)
+    total = b.index(bound.const)
     for leaf, c in bound.invariant:
         term = leaf if isinstance(leaf.type, IndexType) else b.add(arith.IndexCastOp(leaf, INDEX))
-        total = b.add(arith.AddiOp(total, b.add(arith.MuliOp(term, b.const(c))) if c != 1 else term))
+        total = b.add(arith.AddiOp(total, b.add(arith.MuliOp(term, b.index(c))) if c != 1 else term))
     if bound.prefix:  # -coeff * k <= total  iff  k <= floor(total / -coeff)
-        return b.add(arith.AddiOp(b.add(arith.FloorDivSIOp(total, b.const(-bound.coeff))), b.const(1)))
-    return b.add(arith.CeilDivSIOp(b.add(arith.SubiOp(b.const(0), total)), b.const(bound.coeff)))
+        return b.add(arith.AddiOp(b.add(arith.FloorDivSIOp(total, b.index(-bound.coeff))), b.index(1)))
+    return b.add(arith.CeilDivSIOp(b.add(arith.SubiOp(b.index(0), total)), b.index(bound.coeff)))
 
 
 def _holds(loop: tile.ForOp, bound: _Bound, split: SSAValue) -> bool | None:
@@ -216,7 +203,7 @@ def _version(loop: tile.ForOp, par: tile.ParallelOp, cond: SSAValue, bounds: lis
     """Guards an unmasked copy of `par` by the bounds; False (nothing changed) when one never holds."""
     before, guards, kinds = [], [], set()
     for bound in bounds:
-        b = _Ops()
+        b = Builder()
         split = _split_point(b, bound)
         holds = _holds(loop, bound, split)
         if holds is False:
@@ -233,7 +220,7 @@ def _version(loop: tile.ForOp, par: tile.ParallelOp, cond: SSAValue, bounds: lis
         Rewriter.insert_op(fast, InsertPoint.before(par))
         Rewriter.erase_op(par)
         return True
-    head = _Ops()
+    head = Builder()
     conds = [head.add(arith.CmpiOp(loop.induction_var, split, "slt" if prefix else "sge")) for split, prefix in guards]
     uniform = conds[0]
     for c in conds[1:]:
