@@ -8,8 +8,8 @@ Triton, measured in the same run.
 The tilec kernels are the reference programs `shared/kernels/gemm.py` (C = A @ B) and
 `gemm_bias_gelu.py` (C = gelu_tanh(A @ B + bias)), unmodified, with their tile arguments; the
 best of a few tile configurations, each under the schedules of BENCH_GEMM_SCHEDULES (default
-"plain,persistent,pingpong": pass configs `tilec.persistent` and `tilec.pingpong`, the latter for
-kernels of one warpgroup, threads=128), is reported (each one is listed in the log). Baselines:
+"plain,cluster,persistent,pingpong": pass configs `tilec.cluster` (off in "plain"),
+`tilec.persistent` and `tilec.pingpong`, the latter for kernels of one warpgroup, threads=128), is reported (each one is listed in the log). Baselines:
 cuBLAS (`a @ b`), torch unfused (`gelu(a @ b + bias)`), and Triton's matmul tutorial kernel
 (grouped rasterization) autotuned here over eight configurations of tiles, stages and warps,
 with the bias + gelu epilogue fused for the gelu shape. Every implementation is checked
@@ -56,8 +56,11 @@ GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256)]
 # schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128)
-SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,persistent,pingpong").split(",")
-CONFIGS = {"plain": {"tilec.pingpong": False}, "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
+# cluster (`tilec.cluster`, the default: pairs of blocks sharing a TMA multicast operand; plain turns it off)
+SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,cluster,persistent,pingpong").split(",")
+CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False},
+           "cluster": {"tilec.pingpong": False, "tilec.cluster": True},
+           "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
            "pingpong": {"tilec.pingpong": True}}  # (ping-pong is the default for threads=128)
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
@@ -154,7 +157,10 @@ def sass_features(kernel) -> str:
         f.write(cubin)
         f.flush()
         sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
-    return " ".join(name for name in ("HGMMA", "UTMALDG", "SETMAXREG") if name in sass) or "none"
+    found = [name for name in ("HGMMA", "UTMALDG", "SETMAXREG") if name in sass]
+    if "MULTICAST" in sass:  # UTMALDG.2D.MULTICAST: a cluster's shared operand
+        found.append("MULTICAST")
+    return " ".join(found) or "none"
 
 
 def tilec_best(build, args, ref, flops: int, log: list, label: str):

@@ -30,14 +30,16 @@ class Target:
     has_tma: bool = False  # cp.async.bulk.tensor and mbarriers (sm_90+)
     has_wgmma: bool = False  # wgmma.mma_async (sm_90a)
     has_fp8: bool = False  # float8 e4m3 / e5m2 conversions and tensor cores (sm_89+)
+    has_clusters: bool = False  # thread-block clusters: TMA multicast, mapa, remote mbarriers (sm_90+)
 
 
 _CUDA = {
     "sm_80": dict(smem_per_block=163 * 1024, has_cp_async=True),
     "sm_86": dict(smem_per_block=99 * 1024, has_cp_async=True),
     "sm_89": dict(smem_per_block=99 * 1024, has_cp_async=True, has_fp8=True),
-    "sm_90": dict(smem_per_block=227 * 1024, has_cp_async=True, has_tma=True, has_fp8=True),
-    "sm_90a": dict(smem_per_block=227 * 1024, has_cp_async=True, has_tma=True, has_wgmma=True, has_fp8=True),
+    "sm_90": dict(smem_per_block=227 * 1024, has_cp_async=True, has_tma=True, has_fp8=True, has_clusters=True),
+    "sm_90a": dict(smem_per_block=227 * 1024, has_cp_async=True, has_tma=True, has_wgmma=True, has_fp8=True,
+                   has_clusters=True),
 }
 
 

@@ -1,5 +1,6 @@
 """The `nvvm` ops of Hopper-class code (sm_90/sm_90a): mbarriers, the tensor memory accelerator
-(`cp.async.bulk.tensor`, TMA), `setmaxnreg`, `elect.sync`, named barriers and `stmatrix`.
+(`cp.async.bulk.tensor`, TMA), `setmaxnreg`, `elect.sync`, named barriers, `stmatrix`, and the
+thread-block cluster's: `mapa`, remote mbarrier arrivals and the cluster barrier.
 
 Upstream: https://mlir.llvm.org/docs/Dialects/NVVMDialect/ (same op names and operand order).
 Tensor maps are `!llvm.ptr` (generic address space) operands: a kernel parameter marked
@@ -94,6 +95,55 @@ class FenceMbarrierInitOp(IRDLOperation):
     (and the cluster) before the barrier is used."""
 
     name = "nvvm.fence.mbarrier.init"
+    assembly_format = "attr-dict"
+
+
+# ------------------------------------------------------------------------ clusters (sm_90)
+
+CLUSTER_SHARED = 7  # `!llvm.ptr<7>`: a shared::cluster address (any CTA of the cluster)
+
+
+@irdl_op_definition
+class MapaSharedClusterOp(IRDLOperation):
+    """`mapa.shared::cluster.u64 res, addr, rank`: the address of the same shared-memory byte
+    `addr` of this CTA in CTA `rank` of the cluster."""
+
+    name = "nvvm.mapa.shared.cluster"
+    addr = operand_def(LLVMPointerType)
+    rank = operand_def(i32)
+    res = result_def(LLVMPointerType)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.addr, SHARED, "addr")
+        _check_ptr(self, self.res, CLUSTER_SHARED, "res")
+
+
+@irdl_op_definition
+class MBarrierArriveClusterOp(IRDLOperation):
+    """`mbarrier.arrive.shared::cluster.b64 _, [addr], count` (release, .cta scope): arrive on an
+    mbarrier of any CTA of the cluster (an address from `mapa`)."""
+
+    name = "nvvm.mbarrier.arrive.cluster"
+    addr = operand_def(LLVMPointerType)
+    count = operand_def(i32)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.addr, CLUSTER_SHARED, "addr")
+
+
+@irdl_op_definition
+class ClusterArriveOp(IRDLOperation):
+    """`barrier.cluster.arrive` (release): this thread reached the cluster barrier."""
+
+    name = "nvvm.cluster.arrive"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class ClusterWaitOp(IRDLOperation):
+    """`barrier.cluster.wait` (acquire): block until every thread of the cluster arrived."""
+
+    name = "nvvm.cluster.wait"
     assembly_format = "attr-dict"
 
 
@@ -242,5 +292,6 @@ HOPPER_OPS = [
     MBarrierInitSharedOp, MBarrierArriveSharedOp, MBarrierTryWaitParitySharedOp, MBarrierArriveExpectTxSharedOp,
     FenceMbarrierInitOp, CpAsyncBulkTensorGlobalToSharedClusterOp, CpAsyncBulkTensorSharedCTAToGlobalOp,
     CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, PrefetchTensorMapOp, SetMaxRegisterOp, ElectSyncOp,
-    BarrierOp, BarrierArriveOp, StMatrixOp,
+    BarrierOp, BarrierArriveOp, StMatrixOp, MapaSharedClusterOp, MBarrierArriveClusterOp, ClusterArriveOp,
+    ClusterWaitOp,
 ]

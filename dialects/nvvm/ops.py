@@ -71,7 +71,7 @@ def _sreg(register: str) -> type[_SregOp]:
 SREG_OPS: dict[str, type[_SregOp]] = {
     reg: _sreg(reg)
     for reg in [f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"]
-    + ["laneid", "warpid", "nwarpid", "smid"]
+    + ["laneid", "warpid", "nwarpid", "smid", "cluster.ctarank"]
 }
 
 

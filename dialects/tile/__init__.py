@@ -95,6 +95,7 @@ from .structure import (
     ThreadIdOp,
     UseSwizzleOp,
     YieldOp,
+    constant_index,
 )
 from .sync import (
     AllocBarrierOp,
@@ -187,6 +188,7 @@ Tile = Dialect(
 
 __all__ = [
     "ATOMIC_KINDS",
+    "constant_index",
     "DYNAMIC",
     "GEMM_POLICIES",
     "LOOP_KINDS",

@@ -3,6 +3,7 @@ their terminator, block rasterization, thread indices and debugging output."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -54,6 +55,16 @@ from .types import (
     _i64_array,
     _require,
 )
+
+
+def constant_index(value: SSAValue) -> int | None:
+    """The value of an `arith.constant` index, or None."""
+    from xdsl.dialects import arith
+
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 def in_kernel(op: Operation) -> bool:
@@ -119,7 +130,10 @@ class KernelOp(IRDLOperation):
 
     The body's arguments are the block indices, one per grid dimension.
     `threads` is the block shape [x, y, z]. `smem_bytes` (tile-plan-shared-memory) is the
-    shared memory a block needs: every planned shared buffer lies below it.
+    shared memory a block needs: every planned shared buffer lies below it. `cluster`
+    (tile-cluster) groups the blocks into thread-block clusters of that shape, one extent per grid
+    dimension, each dividing its (constant) grid extent: the blocks of a cluster run at the same
+    time and may write each other's shared memory (TMA multicast, remote mbarrier arrivals).
 
     ```mlir
     %n = arith.constant 4 : index
@@ -132,6 +146,7 @@ class KernelOp(IRDLOperation):
     grid = var_operand_def(IndexType())
     threads = prop_def(DenseArrayBase)
     smem_bytes = opt_prop_def(IntegerAttr)
+    cluster = opt_prop_def(DenseArrayBase)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -154,6 +169,15 @@ class KernelOp(IRDLOperation):
         x, y, z = self.thread_extents
         return x * y * z
 
+    @property
+    def cluster_shape(self) -> tuple[int, ...] | None:
+        """The cluster's extent per grid dimension, or None (no clusters)."""
+        return tuple(self.cluster.get_values()) if self.cluster is not None else None
+
+    @property
+    def cluster_size(self) -> int:
+        return math.prod(self.cluster_shape) if self.cluster is not None else 1
+
     def verify_(self) -> None:
         _require(1 <= len(self.grid) <= 3, f"{self.name}: grid must have 1 to 3 dimensions, got {len(self.grid)}")
         _require(
@@ -167,6 +191,18 @@ class KernelOp(IRDLOperation):
                  f"{self.name}: at most 1024 threads per block, got {self.num_threads}")
         if self.smem_bytes is not None:
             self._verify_smem_bytes(self.smem_bytes.value.data)
+        if self.cluster is not None:
+            self._verify_cluster(self.cluster.get_values())
+
+    def _verify_cluster(self, shape) -> None:
+        _require(len(shape) == len(self.grid) and all(c >= 1 for c in shape),
+                 f"{self.name}: cluster needs one positive extent per grid dimension, got {list(shape)}")
+        _require(math.prod(shape) <= 8, f"{self.name}: at most 8 blocks per cluster, got {list(shape)}")
+        for c, g in zip(shape, self.grid):
+            extent = constant_index(g)
+            _require(extent is not None and extent % c == 0,
+                     f"{self.name}: a cluster extent must divide a constant grid extent, got {c} for "
+                     f"{'a run-time extent' if extent is None else extent}")
 
     def _verify_smem_bytes(self, total: int) -> None:
         from .memory import planned_bytes  # the allocations are defined there

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, UnitAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -30,6 +30,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
+    opt_attr_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
@@ -43,10 +44,19 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, RecursiveMemoryEffect, SingleBlockImplicitTerminator
 
 from .syntax import parse_attr_dict, print_attr_dict
-from .structure import YieldOp, _parse_body, _parse_index_args, _print_body, _print_grid_args
+from .structure import KernelOp, YieldOp, _parse_body, _parse_index_args, _print_body, _print_grid_args
 from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
 
 _INDEX = IndexType()
+
+
+def _check_clustered(op, what: str) -> None:
+    """`what` (a multicast load, a cluster-wide arrival) needs a kernel of clusters."""
+    kernel = op.parent_op()
+    while kernel is not None and not isinstance(kernel, KernelOp):
+        kernel = kernel.parent_op()
+    _require(kernel is None or kernel.cluster_size > 1,
+             f"{op.name}: {what} needs a tile.kernel with a cluster of two or more blocks")
 REGISTER_COUNTS = range(24, 257, 8)
 """setmaxnreg's register counts: 24 to 256 in steps of 8."""
 
@@ -135,6 +145,9 @@ class MBarrierArriveOp(IRDLOperation):
     name = "tile.mbarrier_arrive"
     barrier = operand_def(MBarrierType)
     index = opt_operand_def(_INDEX)
+    cluster = opt_attr_def(UnitAttr)
+    """Arrive on this barrier of every block of the kernel's cluster (tile-cluster: a stage that
+    the blocks fill for each other is free once every block's consumers released it)."""
     assembly_format = "$barrier (`[` $index^ `]`)? attr-dict `:` type($barrier)"
 
     def __init__(self, barrier: SSAValue, index: SSAValue | None = None):
@@ -142,6 +155,8 @@ class MBarrierArriveOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_index(self, self.barrier, self.index)
+        if self.cluster is not None:
+            _check_clustered(self, "a cluster-wide arrival")
 
 
 @irdl_op_definition
@@ -216,6 +231,9 @@ class TmaLoadOp(IRDLOperation):
     dst = operand_def(BufferType)
     barrier = operand_def(MBarrierType)
     index = opt_operand_def(_INDEX)
+    multicast = opt_attr_def(UnitAttr)
+    """The blocks of the kernel's cluster load the same region (tile-cluster): each issues its
+    share of the boxes, multicast into the tile and onto the barrier of every block."""
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = ("$src `,` $dst `,` $barrier (`[` $index^ `]`)? attr-dict `:` type($src) `,` type($dst) `,` "
                        "type($barrier)")
@@ -225,6 +243,8 @@ class TmaLoadOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_index(self, self.barrier, self.index)
+        if self.multicast is not None:
+            _check_clustered(self, "a multicast load")
         src, dst = tile_type(self.src), tile_type(self.dst)
         _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
         _require(src.element_type == dst.element_type,

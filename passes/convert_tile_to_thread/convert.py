@@ -9,7 +9,10 @@ Establishes: the `func.func` holding a `tile.kernel` is replaced by a
   tensor argument and dimension), plus the module-level dynamic shared memory
   global `@__tilec_smem`; `tilec.smem_bytes` gives the bytes a block needs.
   A kernel with `tile.persistent` loops is `tilec.persistent`: launched with at most one block
-  per multiprocessor, a 1-D grid, each block looping over its tiles.
+  per multiprocessor, a 1-D grid, each block looping over its tiles. A kernel of clusters
+  (`tile.kernel {cluster}`) gets `nvvm.cluster_dim` (a compile-time cluster shape: a plain launch),
+  block indices that keep a cluster's blocks together under the rasterization, and a cluster
+  barrier before it returns.
 Fails: TilecError at the op the target cannot express yet (T.print,
   fragments indexed other than by their T.Parallel variables, ...).
 
@@ -38,7 +41,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Region
 
-from tilec.dialects import tile
+from tilec.dialects import nvvm, tile
 from tilec.errors import error_at
 
 from xdsl.context import Context
@@ -47,7 +50,7 @@ from xdsl.passes import ModulePass
 from .context import SHARED_ALIGN, Lowerer, round_up
 from .memory import INDEX, View, element_bytes, memref_type
 from .registry import lower_block, uniform
-from .sync import tensor_map_attributes
+from .sync import cluster_sync, tensor_map_attributes
 
 
 SMEM = "__tilec_smem"
@@ -90,16 +93,32 @@ def _rasterize(L: Lowerer, bx, by, gx, gy, panel: int):
     return new_bx, new_by
 
 
-def _rasterized(L: Lowerer, kernel: tile.KernelOp, ids: list) -> list:
+def _rasterized(L: Lowerer, kernel: tile.KernelOp, ids: list, grid: list | None = None) -> list:
     """The block (or tile) indices `ids` of a 2-D grid in `tile.use_swizzle`'s order."""
     swizzle = next((op for op in kernel.body.block.ops if isinstance(op, tile.UseSwizzleOp)), None)
     if swizzle is None or len(ids) != 2:
         return ids
-    gx, gy = (L.val(g) for g in kernel.grid)
+    gx, gy = grid or (L.val(g) for g in kernel.grid)
     if swizzle.order.data == "row":
         return list(_rasterize(L, *ids, gx, gy, swizzle.panel_size.value.data))
     by, bx = _rasterize(L, ids[1], ids[0], gy, gx, swizzle.panel_size.value.data)
     return [bx, by]
+
+
+def _clustered(L: Lowerer, kernel: tile.KernelOp, ids: list) -> list:
+    """The block indices of a kernel of clusters: the clusters in `tile.use_swizzle`'s order, the
+    blocks of one cluster next to each other (index · c + rank along each clustered dim), so that
+    the blocks that share a multicast operand stay together whatever the rasterization."""
+    shape = kernel.cluster_shape
+    quotients = [L.emit(arith.DivUIOp(i, L.const(c))).results[0] if c > 1 else i for i, c in zip(ids, shape)]
+    grid = [L.const(tile.constant_index(g) // c) for g, c in zip(kernel.grid, shape)]
+    out = []
+    for q, i, c in zip(_rasterized(L, kernel, quotients, grid), ids, shape):
+        if c > 1:
+            q = L.emit(arith.AddiOp(L.emit(arith.MuliOp(q, L.const(c))).results[0],
+                                    L.emit(arith.RemUIOp(i, L.const(c))).results[0])).results[0]
+        out.append(q)
+    return out
 
 
 @uniform(tile.PersistentOp)
@@ -179,6 +198,9 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
         L.tid = L.emit(arith.RemUIOp(L.block_tid, L.const(L.threads))).results[0]
         L.group_scratch = L.emit(arith.ConstantOp(IntegerAttr(0, INDEX)))  # set once the exchange area is known
     L.smem = L.emit(memref.GetGlobalOp(SMEM, memref_type(i64.__class__(8), 0, 3))).results[0]
+    if kernel.cluster is not None:
+        rank = L.emit(nvvm.SREG_OPS["cluster.ctarank"]()).results[0]
+        L.cluster_rank = L.emit(arith.IndexCastOp(rank, INDEX)).results[0]
     for arg, t in zip(entry.args, tensors):
         if t in scalars:
             L.vmap[t] = arg
@@ -207,11 +229,14 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     if not persistent:  # (a persistent kernel's block indices are its tile loops' business)
         block_ids = [L.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))).results[0]
                      for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)[:len(kernel.grid)]]
-        for arg, value in zip(kernel.body.block.args, _rasterized(L, kernel, block_ids)):
+        order = _clustered if kernel.cluster is not None else _rasterized
+        for arg, value in zip(kernel.body.block.args, order(L, kernel, block_ids)):
             L.vmap[arg] = value
     L.planned = kernel.smem_bytes.value.data if kernel.smem_bytes is not None else None
     L.scratch_base = round_up(L.planned if L.planned is not None else _unplanned_bytes(kernel), SHARED_ALIGN)
     lower_block(L, kernel.body.block)
+    if kernel.cluster is not None:  # no block leaves while another may still write its shared memory
+        cluster_sync(L)
     L.emit(func.ReturnOp())
     map_attrs, maps = tensor_map_attributes(L)  # parameters appended while lowering TMA loads
     arg_types = [a.type for a in entry.args]
@@ -227,6 +252,8 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     new.attributes["tilec.sizes"] = DenseArrayBase.from_list(i64, [x for pair in sizes for x in pair])
     if maps:
         new.attributes["tilec.tensor_maps"] = ArrayAttr(maps)
+    if kernel.cluster is not None:
+        new.attributes["nvvm.cluster_dim"] = DenseArrayBase.from_list(i32, [*kernel.cluster_shape, 1, 1][:3])
     if persistent:  # the launch: at most one block per multiprocessor
         new.attributes["tilec.persistent"] = UnitAttr()
     scratch = L.scratch_bytes

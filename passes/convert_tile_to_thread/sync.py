@@ -19,7 +19,7 @@ import dataclasses
 import math
 
 from xdsl.dialects import arith, llvm, memref, scf
-from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntAttr, IntegerAttr, StringAttr, UnitAttr, i8, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntAttr, IntegerAttr, StringAttr, UnitAttr, i8, i16, i32, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from tilec.dialects import nvvm, tile
@@ -56,12 +56,28 @@ def _alloc_barrier(L: Lowerer, op: tile.AllocBarrierOp) -> None:
                 operands=[shared_ptr(L, L.views[op.result], [i]), L.const(op.arrive_count.value.data, i32)]))
         L.emit(nvvm.FenceMbarrierInitOp())
         L.emit(scf.YieldOp())
-    barrier(L)
+    if L.kernel.cluster is not None:  # the other blocks of the cluster arrive on them, and load into them
+        cluster_sync(L)
+    else:
+        barrier(L)
+
+
+def cluster_sync(L: Lowerer) -> None:
+    """`barrier.cluster.arrive` + `wait`: every thread of every block of the cluster is here."""
+    L.emit(nvvm.ClusterArriveOp())
+    L.emit(nvvm.ClusterWaitOp())
 
 
 @uniform(tile.MBarrierArriveOp)
 def _arrive(L: Lowerer, op: tile.MBarrierArriveOp) -> None:
-    L.emit(nvvm.MBarrierArriveSharedOp.create(operands=[_barrier_ptr(L, op.barrier, op.index)], result_types=[i64]))
+    ptr = _barrier_ptr(L, op.barrier, op.index)
+    if op.cluster is None:
+        L.emit(nvvm.MBarrierArriveSharedOp.create(operands=[ptr], result_types=[i64]))
+        return
+    for rank in range(L.kernel.cluster_size):  # the same barrier of every block of the cluster
+        remote = L.emit(nvvm.MapaSharedClusterOp.create(operands=[ptr, L.const(rank, i32)],
+                                                        result_types=[llvm.LLVMPointerType(IntAttr(7))]))
+        L.emit(nvvm.MBarrierArriveClusterOp.create(operands=[remote.results[0], L.const(1, i32)]))
 
 
 @uniform(tile.MBarrierExpectTxOp)
@@ -118,25 +134,55 @@ def _row_dim(shape: tuple[int, ...], rows: int) -> int:
 @uniform(tile.TmaLoadOp)
 def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     """One box per 64-column chunk of the tile, over the source tensor's own dims (a region
-    [1, rows, 1, cols] of a rank-4 tensor is the box {cols, 1, rows, 1}, innermost first)."""
+    [1, rows, 1, cols] of a rank-4 tensor is the box {cols, 1, rows, 1}, innermost first).
+
+    `{multicast}` over a cluster of c blocks: box q (chunk by chunk; each chunk cut into c row
+    bands when the chunks do not divide among the blocks) is issued by the block of rank q mod c
+    with a CTA mask of every block: it lands in each block's tile and completes on each block's
+    barrier, at the same shared-memory offsets."""
     src, dst = L.views[op.src], L.views[op.dst]
     rows, cols = dst.shape
     width = dst.chunk or cols
+    chunks = cols // width
     dtype = str(dst.element_type)
     row_dim = _row_dim(op.src.type.shape, rows)
+    blocks = L.kernel.cluster_size if op.multicast is not None else 1
+    bands = 1 if chunks % blocks == 0 else blocks
+    if rows % bands or (bands > 1 and (rows // bands) % 8):
+        raise L.error(op, f"a multicast load of {chunks} chunk(s) of {rows} rows does not divide among "
+                          f"{blocks} blocks at swizzle-atom boundaries (8 rows)")
+    height = rows // bands
     box = [1] * len(src.offsets)
-    box[row_dim], box[-1] = rows, width
+    box[row_dim], box[-1] = height, width
     tmap = tensor_map(L, _root_tensor(L, op.src), dtype, tuple(box), dst.swizzle)
     bar = _barrier_ptr(L, op.barrier, op.index)
     plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
-    for j in range(cols // width):
-        start = L.add(plain.base, j * rows * width)  # chunk j: all rows of columns [j*w, (j+1)*w)
-        ptr = shared_ptr(L, dataclasses.replace(plain, base=start), [0, 0])
-        origin = [*src.offsets[:-1], L.add(src.offsets[-1], j * width)]
-        coords = [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
-        L.emit(nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp.create(
-            operands=[ptr, tmap, *coords, bar],
-            properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(coords), 1, 0, 0])}))
+    mask = L.const((1 << blocks) - 1, i16) if blocks > 1 else None
+    for j in range(chunks):
+        for band in range(bands):
+            # chunk j: all rows of columns [j*w, (j+1)*w); its band: rows [band*h, (band+1)*h)
+            start = L.add(plain.base, j * rows * width + band * height * width)
+            origin = list(src.offsets)
+            origin[row_dim] = L.add(origin[row_dim], band * height)
+            origin[-1] = L.add(origin[-1], j * width)
+            if blocks == 1:
+                _tma_box(L, plain, start, origin, tmap, bar, None)
+                continue
+            mine = L.emit(arith.CmpiOp(L.cluster_rank, L.const((j * bands + band) % blocks), "eq")).results[0]
+            then = Block()
+            L.emit(scf.IfOp(mine, [], Region(then)))
+            with L.push(then):
+                _tma_box(L, plain, start, origin, tmap, bar, mask)
+                L.emit(scf.YieldOp())
+
+
+def _tma_box(L: Lowerer, plain: View, start, origin: list, tmap, bar, mask) -> None:
+    ptr = shared_ptr(L, dataclasses.replace(plain, base=start), [0, 0])
+    coords = [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
+    L.emit(nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp.create(
+        operands=[ptr, tmap, *coords, bar, *([mask] if mask is not None else [])],
+        properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(coords), 1,
+                                                                          int(mask is not None), 0])}))
 
 
 def tma_box_bytes(view: View) -> int:

@@ -27,6 +27,7 @@ from tilec.errors import error_at
 
 from . import scalar_ops
 from .interpreter import Compiler, State
+from .simt_cluster import CLUSTER_HANDLERS, run_clusters
 from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, run_roles
 from .values import numpy_dtype, scalarize, uniform
 
@@ -629,6 +630,7 @@ def _if(op, c):
 
 
 HANDLERS.update(HOPPER_HANDLERS)
+HANDLERS.update(CLUSTER_HANDLERS)
 HANDLERS[scf.IfOp] = _if
 HANDLERS[gpu.BarrierOp] = HANDLERS[nvvm.Barrier0Op] = block_barrier
 
@@ -657,6 +659,20 @@ def run_kernel(module: ModuleOp, args: Sequence, grid: tuple[int, int, int], blo
         else:
             bound[p] = np.int64(a)
     lanes = (np.arange(block[0] * block[1] * block[2], dtype=np.int64),)
+    cluster = fn.attributes.get("nvvm.cluster_dim")
+    if cluster is not None:  # the blocks of a cluster run together (simt_cluster.py)
+
+        def run_block(index, hopper):
+            st = SimtState()
+            st.env.update(bound)
+            st.lanes, st.block, st.grid, st.extents = lanes, index, tuple(grid), tuple(block)
+            st.shared = Memory(hopper.shared, "shared")
+            st.env["__hopper__"] = hopper
+            with np.errstate(all="ignore"):
+                body(st)
+
+        run_clusters(run_block, tuple(grid), tuple(cluster.get_values()), lanes[0].size, smem_bytes)
+        return
     with np.errstate(all="ignore"):
         for bz in range(grid[2]):
             for by in range(grid[1]):

@@ -69,18 +69,36 @@ class _MBarrier:
             self.pending = self.count
 
 
-class Hopper:
-    """Per-block state of the asynchronous machinery, shared by the roles' threads."""
+class Waiting:
+    """Who waits, and what changed: one per block, or one per cluster (its blocks run together
+    and wake each other up: remote arrivals, multicast loads, the cluster barrier)."""
 
-    def __init__(self, shared: np.ndarray):
-        self.shared = shared  # the block's shared memory, bytes
-        self.barriers: dict[int, _MBarrier] = {}
+    def __init__(self, running: int = 1):
         self.cv = threading.Condition()
-        self.running = 1  # threads of the block that are running (roles)
+        self.running = running  # threads that are running (a block's roles, of every block of a cluster)
         self.epoch = 0  # bumped by every change a waiter could be waiting for
         self.seen: dict[int, int] = {}  # waiting thread → the epoch it last checked its barrier at
-        self.roles = 0  # > 0 inside a warp-specialized region
         self.error: BaseException | None = None
+        self.cluster_barrier = None  # a cluster's: simt_cluster._ClusterBarrier
+
+
+def _shared_field(name: str) -> property:
+    return property(lambda self: getattr(self.waiting, name), lambda self, v: setattr(self.waiting, name, v))
+
+
+class Hopper:
+    """Per-block state of the asynchronous machinery, shared by the roles' threads. The blocks of
+    a cluster share their `waiting` and know each other (`peers`, by rank)."""
+
+    cv, running, epoch, seen, error = (_shared_field(n) for n in ("cv", "running", "epoch", "seen", "error"))
+
+    def __init__(self, shared: np.ndarray, waiting: Waiting | None = None, rank: int = 0):
+        self.shared = shared  # the block's shared memory, bytes
+        self.barriers: dict[int, _MBarrier] = {}
+        self.waiting = waiting or Waiting()
+        self.rank = rank  # in its cluster
+        self.peers: list[Hopper] = [self]  # the cluster's blocks, by rank
+        self.roles = 0  # > 0 inside a warp-specialized region
         self.named: dict[int, int] = {}  # named barrier → threads arrived in its current round
         self.rounds: dict[int, int] = {}  # named barrier → rounds completed
 
@@ -239,6 +257,13 @@ def _tma_load(op, c):
         dst = _byte_addr(st, st.env[op.dstMem])
         bar_addr = _byte_addr(st, st.env[op.mbar])
         coords = [np.broadcast_to(st.env[v], (n,)) for v in op.coordinates]
+        targets = [h]
+        if op.multicastMask is not None:  # every block of the mask, at the same offsets
+            mask = int(np.broadcast_to(st.env[op.multicastMask], (n,))[act[0]]) if act.size else 0
+            if mask >> len(h.peers):
+                raise error_at(op, f"multicast mask {mask:#x} names blocks beyond the cluster of {len(h.peers)} "
+                                   f"(simulated)")
+            targets = [p for r, p in enumerate(h.peers) if mask >> r & 1]
         with h.cv:
             for lane in act:
                 flat, inside = tmap.box_offsets([int(cc[lane]) for cc in coords])
@@ -251,7 +276,8 @@ def _tma_load(op, c):
                 if where.max() >= h.shared.size:
                     raise error_at(op, f"TMA box of {data.size} bytes at shared byte {start} overruns the "
                                        f"{h.shared.size} bytes of shared memory (simulated)")
-                h.barrier(op, int(bar_addr[lane])).queued.append((where, data))
+                for t in targets:
+                    t.barrier(op, int(bar_addr[lane])).queued.append((where, data))
             h.changed()
 
     return run
@@ -391,10 +417,15 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
                 h.cv.notify_all()
         finally:
             with h.cv:
-                h.running -= 1
                 h.seen.pop(threading.get_ident(), None)
+                left[0] -= 1
+                if left[0]:
+                    h.running -= 1
+                # (the last role hands its count back to the block's thread at once: a block of a
+                # cluster waiting meanwhile must not take the join for a deadlock)
                 h.changed()
 
+    left = [len(branches)]
     with h.cv:
         h.running += len(branches) - 1
         h.roles += 1
@@ -404,7 +435,6 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
     for t in threads:
         t.join()
     with h.cv:
-        h.running += 1
         h.roles -= 1
     if errors:
         raise errors[0]

@@ -8,7 +8,8 @@ memref, vector, gpu, func, llvm), `translate_scf.py`, `translate_math.py` (math)
 IR conventions (what the tile → thread lowering must produce):
 
 - A `func.func` with the unit attribute `nvvm.kernel` is a kernel (`ptx_kernel` calling
-  convention → `.entry`); `nvvm.maxntid`/`nvvm.reqntid` (`array<i32: x, y, z>`),
+  convention → `.entry`); `nvvm.maxntid`/`nvvm.reqntid`/`nvvm.cluster_dim` (`array<i32: x, y, z>`;
+  a cluster dim becomes `.explicitcluster .reqnctapercluster`),
   `nvvm.minctasm` and `nvvm.maxnreg` (i32) become `!nvvm.annotations`. Other functions are
   device functions (`func.call`); private ones get internal linkage.
 - Memrefs are lowered to a bare pointer to their first element: identity layout only,
@@ -282,7 +283,7 @@ class FunctionTranslator:
 
 # ---------------------------------------------------------------------------- modules
 
-_ANNOTATIONS = {"nvvm.maxntid": "maxntid", "nvvm.reqntid": "reqntid"}
+_ANNOTATIONS = {"nvvm.maxntid": "maxntid", "nvvm.reqntid": "reqntid", "nvvm.cluster_dim": "cluster_dim_"}
 _SCALAR_ANNOTATIONS = {"nvvm.minctasm": "minctasm", "nvvm.maxnreg": "maxnreg"}
 
 

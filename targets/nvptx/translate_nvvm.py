@@ -244,6 +244,31 @@ def _fence_mbarrier_init(t: T, op) -> None:
     t.call("llvm.nvvm.fence.mbarrier_init.release.cluster", VOID, [])
 
 
+# ------------------------------------------------------------------------- clusters (sm_90)
+
+
+@lowers(nvvm.MapaSharedClusterOp)
+def _mapa(t: T, op: nvvm.MapaSharedClusterOp) -> None:
+    t.set(op, t.call("llvm.nvvm.mapa.shared.cluster", ir.PointerType(addrspace=7), t.operands(op)))
+
+
+@lowers(nvvm.MBarrierArriveClusterOp)
+def _mbarrier_arrive_cluster(t: T, op) -> None:
+    """`mbarrier.arrive.shared::cluster.b64` at the default .cta scope, as CUTLASS's ClusterBarrier
+    arrives: .cluster scope costs a MEMBAR.ALL.GPU per arrival."""
+    t.call("llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", VOID, t.operands(op))
+
+
+@lowers(nvvm.ClusterArriveOp)
+def _cluster_arrive(t: T, op) -> None:
+    t.call("llvm.nvvm.barrier.cluster.arrive", VOID, [])
+
+
+@lowers(nvvm.ClusterWaitOp)
+def _cluster_wait(t: T, op) -> None:
+    t.call("llvm.nvvm.barrier.cluster.wait", VOID, [])
+
+
 # ------------------------------------------------------------------------------ TMA (sm_90)
 
 I16 = ir.IntType(16)

@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.split_masks`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     """The tile-level passes for an NVIDIA target (and for "sim", which lowers for sm_90a), in order."""
     from tilec.passes.canonicalize import tile as _  # noqa: F401 - canonicalization patterns load lazily
+    from tilec.passes.tile_cluster import TileClusterPass
     from tilec.passes.tile_infer_layout import TileInferLayoutPass
     from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
     from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
@@ -37,6 +38,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileWarpSpecializePass(target=target.name, persistent=bool(configs.get("tilec.persistent", False)),
                                   pingpong=bool(configs.get("tilec.pingpong", True)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
+        *([TileClusterPass(target=target.name)] if specialize and configs.get("tilec.cluster", True) else []),  # share loads
         *([TileStageEpiloguePass(target=target.name)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass(target=target.name)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops

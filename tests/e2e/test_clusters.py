@@ -1,0 +1,105 @@
+"""tile-cluster: pairs of blocks that share a TMA-loaded operand, loaded once by multicast, run on
+the simulator (the blocks of a cluster run together and write each other's shared memory; a
+stage released by one block only would be overwritten under the other's consumers or deadlock
+here) and, marked gpu, on an H100/H200."""
+
+import pytest
+import torch
+from kernel_cases import Case, _gemm_inputs, _gemm_ref, gemm_tiles, run_case
+
+import tilec
+import tilec.language as T
+
+_OFF = {"tilec.cluster": False}
+
+CASES = [
+    # a 2x2 grid of 128x128 tiles: either dimension pairs; B (2 chunks) split by chunk
+    Case("cluster_gemm_2x2", gemm_tiles(256, 256, 192, 128, 128, 64, "float16", threads=256), [2],
+         _gemm_inputs(256, 256, 192, "float16", False), _gemm_ref(False), tol=1e-3),
+    # 3 row tiles, 4 column tiles: pairs along the columns share A, one 64-column chunk cut into
+    # two bands of 64 rows; tails in M and K
+    Case("cluster_gemm_bands_tails", gemm_tiles(300, 512, 200, 128, 128, 64, "float16", threads=256, stages=3), [2],
+         _gemm_inputs(300, 512, 200, "float16", False), _gemm_ref(False), tol=1e-3),
+    Case("cluster_gemm_bf16_bt", gemm_tiles(128, 256, 128, 128, 128, 64, "bfloat16", transpose_b=True, threads=256),
+         [2], _gemm_inputs(128, 256, 128, "bfloat16", True), _gemm_ref(True), tol=1e-2),
+]
+
+
+def gemm_bias_relu(m, n, k, bm=128, bn=128, bk=64, stages=2):
+    """A bias tile copied per tile before the loop, a rasterized grid, two consumer warpgroups."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Bias: T.Tensor((n,), T.float16),
+             C: T.Tensor((m, n), T.float16)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=256) as (bx, by):
+            a = T.alloc_shared((bm, bk), T.float16)
+            b = T.alloc_shared((bk, bn), T.float16)
+            bias = T.alloc_shared((bn,), T.float16)
+            c = T.alloc_fragment((bm, bn), T.float32)
+            T.use_swizzle(panel_size=2)
+            T.clear(c)
+            T.copy(Bias[bx * bn], bias)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=stages):
+                T.copy(A[by * bm, ko * bk], a)
+                T.copy(B[ko * bk, bx * bn], b)
+                T.gemm(a, b, c)
+            for i, j in T.Parallel(bm, bn):
+                c[i, j] = T.max(c[i, j] + bias[j], 0.0)
+            T.copy(c, C[by * bm, bx * bn])
+
+    return main
+
+
+def _clustered(kernel) -> bool:
+    return "nvvm.cluster_dim" in kernel.get_ir("thread")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_clusters_on_the_simulator(case):
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim")
+    assert "multicast" in kernel.get_ir("tile-opt") and _clustered(kernel)
+    run_case(case, "sim", "cpu", expect_ir="nvvm.mapa.shared.cluster")
+
+
+def test_cluster_gemm_with_an_epilogue_on_the_simulator():
+    """A bias tile copied before the loop and a rasterized grid: the cluster's blocks stay paired
+    under use_swizzle (their shared B tile is the same)."""
+    m, n, k = 512, 384, 128
+    kernel = tilec.compile(gemm_bias_relu(m, n, k), out_idx=[3], target="sim")
+    assert "multicast" in kernel.get_ir("tile-opt")
+    a, b, bias = torch.randn(m, k).half(), torch.randn(k, n).half(), torch.randn(n).half()
+    out = kernel(a, b, bias)
+    ref = torch.relu(a.float() @ b.float() + bias.float())
+    assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_clusters_off_by_pass_config():
+    kernel = tilec.compile(CASES[0].prim, out_idx=[2], target="sim", pass_configs=_OFF)
+    assert "multicast" not in kernel.get_ir("tile-opt") and not _clustered(kernel)
+
+
+def test_cluster_gemm_assembles(ptxas):
+    """A compile-time cluster shape, multicast TMA loads, remote arrivals at .cta scope (no
+    MEMBAR.ALL.GPU in the main loop: only the three cluster barriers have one)."""
+    from tilec.compiler.lower import lower_to_thread
+    from tilec.frontend import build_prim_func
+    from tilec.target import resolve_target
+    from tilec.targets.nvptx import assemble, emit_ptx
+
+    lowered = lower_to_thread(build_prim_func(CASES[0].prim, [2]), resolve_target("sm_90a"), {})
+    ptx = emit_ptx(lowered.thread, "sm_90a")
+    _, report = assemble(ptx, "sm_90a")
+    assert ".explicitcluster" in ptx and ".reqnctapercluster" in ptx
+    assert "multicast::cluster" in ptx and "mapa.shared::cluster" in ptx
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx and "mbarrier.arrive.release.cluster" not in ptx
+    assert not report.kernels[lowered.spec.kernel_name].spills
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_clusters_on_the_gpu(case):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("TMA multicast here is built for sm_90a")
+    for configs in (None, _OFF):
+        for _ in range(2):
+            run_case(case, "cuda", "cuda", pass_configs=configs)
