@@ -6,7 +6,7 @@ lengths, causal and not, and grouped-query heads.
     BENCH_ATTN_D=128 BENCH_ATTN_S=8192 python bench/bench_attention.py        # limit the sweep
     BENCH_ATTN_SHAPES=2x8192x16x128,1x4096x32x128x8 python bench/bench_attention.py  # BxSxHxD[xHkv]
     BENCH_ATTN_TILES=128x128x2x256,128x64x2x256 ...     # bMxbNxstagesxthreads, for every point
-    BENCH_ATTN_MODES=ws,cp.async,ws-nosplit,ws-nocluster # also cp.async stages / no tile-split-masks / no clusters (default: ws)
+    BENCH_ATTN_MODES=ws,cp.async,ws-nosplit,ws-cluster # also cp.async stages / no tile-split-masks / clusters (default: ws)
     BENCH_ONCE=1 ...                                    # each kernel once, checked, no timing
     BENCH_ATTN_CPU=1 python bench/bench_attention.py    # no GPU: sm_90a builds, ptxas -v and SASS only
 
@@ -72,7 +72,7 @@ if os.environ.get("BENCH_ATTN_TILES"):
     TILES = {d: _tiles for d in (64, 128, 256)}
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
-         "ws-nocluster": {"tilec.cluster": False}}  # no clusters: each block loads its own K/V tiles
+         "ws-cluster": {"tilec.cluster": True}}  # pairs of query blocks load their K/V tiles once (multicast)
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

@@ -8,7 +8,7 @@ Triton, measured in the same run.
 The tilec kernels are the reference programs `shared/kernels/gemm.py` (C = A @ B) and
 `gemm_bias_gelu.py` (C = gelu_tanh(A @ B + bias)), unmodified, with their tile arguments; the
 best of a few tile configurations, each under the schedules of BENCH_GEMM_SCHEDULES (default
-"plain,cluster,persistent,pingpong": pass configs `tilec.cluster` (off in "plain"),
+"plain,cluster,persistent,pingpong": pass configs `tilec.cluster` (opt-in),
 `tilec.persistent` and `tilec.pingpong`, the latter for kernels of one warpgroup, threads=128), is reported (each one is listed in the log). Baselines:
 cuBLAS (`a @ b`), torch unfused (`gelu(a @ b + bias)`), and Triton's matmul tutorial kernel
 (grouped rasterization) autotuned here over eight configurations of tiles, stages and warps,
@@ -56,7 +56,7 @@ GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256)]
 # schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128)
-# cluster (`tilec.cluster`, the default: pairs of blocks sharing a TMA multicast operand; plain turns it off)
+# cluster (`tilec.cluster`, opt-in: pairs of blocks sharing a TMA multicast operand)
 SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,cluster,persistent,pingpong").split(",")
 CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False},
            "cluster": {"tilec.pingpong": False, "tilec.cluster": True},

@@ -38,7 +38,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileWarpSpecializePass(target=target.name, persistent=bool(configs.get("tilec.persistent", False)),
                                   pingpong=bool(configs.get("tilec.pingpong", True)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
-        *([TileClusterPass(target=target.name)] if specialize and configs.get("tilec.cluster", True) else []),  # share loads
+        # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
+        *([TileClusterPass(target=target.name)] if specialize and configs.get("tilec.cluster", False) else []),  # share loads
         *([TileStageEpiloguePass(target=target.name)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass(target=target.name)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
