@@ -1,6 +1,7 @@
 """`tile.gemm` dispatch: register operands are staged through shared memory (except wgmma's
 register A, which the RS form reads in place), then the kind tile-select-mma chose (wgmma,
-mma.sync) or the SIMT fallback lowers it.
+mma.sync) or the SIMT fallback lowers it; a non-wgmma gemm of TMA-filled stage views in a
+warp-specialized consumer is followed by the proxy fence (`proxy.py`).
 """
 
 from __future__ import annotations
@@ -16,24 +17,11 @@ from .copy import barrier, scratch_view, transfer
 from .gemm_mma import lower_gemm_mma
 from .gemm_simt import lower_gemm_simt
 from .gemm_wgmma import lower_gemm_wgmma
+from .proxy import fence_generic_reads_of_stages
 from .registry import uniform
 
 _BY_KIND = {tile.MmaKind.WGMMA: lower_gemm_wgmma, tile.MmaKind.M16N8K16: lower_gemm_mma, None: lower_gemm_simt}
 """The lowering of each `mma` kind tile-select-mma chooses (None: it chose none)."""
-
-
-def _in_consumer_region(op) -> bool:
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, tile.WarpSpecializeOp):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
-def _ring_stage(value) -> bool:
-    """A stage view of a multi-buffered tile (not a consumer group's own tile, consumer_groups.py)."""
-    return isinstance(value.owner, tile.StageOp) and not isinstance(value.owner.index.owner, tile.ConsumerGroupOp)
 
 
 @uniform(tile.GemmOp)
@@ -44,13 +32,6 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     staged, at = False, 0
     operands = []
     wgmma = op.mma_kind == tile.MmaKind.WGMMA
-    if not wgmma and _in_consumer_region(op) and any(_ring_stage(v) for v in (op.a, op.b)):
-        # measured on the H200: TileLang's barrierpipe example (a T.ws consumer's mma.sync gemm of
-        # TMA-filled stage views) gave wrong results; the simulator cannot run it. Refused until fixed.
-        raise L.error(op, "a T.gemm of stage views (buf[s, :, :]) in the consumer of a warp-specialized kernel "
-                          "runs only on wgmma on the CUDA target, and wgmma does not read stage views yet",
-                      hint="allocate one shared tile per stage, or write the loop as T.Pipelined and let tilec "
-                           "warp-specialize it")
     for v in (a, b):
         if v.kind == "fragment" and not (wgmma and v is a):  # wgmma reads a register A itself (RS)
             # stage register operands through shared memory, A and B apart
@@ -63,5 +44,7 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
         barrier(L)
     a, b = operands
     _BY_KIND[op.mma_kind](L, op, a, b, c)
+    if not wgmma:  # ldmatrix / ld.shared of a TMA-filled stage: fenced before the consumer releases it
+        fence_generic_reads_of_stages(L, op, op.a, op.b)
     if staged:
         barrier(L)  # the exchange area is free again only once every thread has read its operands

@@ -28,7 +28,7 @@ from tilec.errors import error_at
 from . import scalar_ops
 from .interpreter import Compiler, State
 from .simt_cluster import CLUSTER_HANDLERS, run_clusters
-from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, run_roles
+from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, note_generic_read, run_roles
 from .values import numpy_dtype, scalarize, uniform
 
 
@@ -57,6 +57,19 @@ def _check(op, mem: Memory, idx, active, width: int = 1):
                            f"{size} elements (simulated)")
 
 
+def _generic_read(st: State, mem: Memory, idx, width: int, active=None) -> None:
+    """Tell the Hopper model which shared bytes the active lanes read (`simt_hopper.note_generic_read`)."""
+    if mem.what != "shared" or "__hopper__" not in st.env:
+        return
+    active = st.mask if active is None else active
+    n = _lanes(st)
+    idx = np.broadcast_to(np.asarray(idx, np.int64), (n,))
+    if active is not None:
+        idx = idx[np.broadcast_to(np.asarray(active), (n,))]
+    size = mem.array.dtype.itemsize
+    note_generic_read(st, mem, (idx[:, None] * size + np.arange(width * size)).reshape(-1))
+
+
 def _load(op, c):
     ref, (index,), r = op.memref, tuple(op.indices), op.res
 
@@ -67,6 +80,7 @@ def _load(op, c):
         if mem.per_thread:
             st.env[r] = mem.array[np.arange(_lanes(st)), safe]
         else:
+            _generic_read(st, mem, idx, 1)
             st.env[r] = scalarize(mem.array[safe])
 
     return run
@@ -103,6 +117,7 @@ def _vector_load(op, c):
         mem, idx = st.env[ref], st.env[index]
         _check(op, mem, idx, st.mask, width)
         safe = idx if st.mask is None else np.where(st.mask, idx, 0)
+        _generic_read(st, mem, idx, width)
         st.env[r] = mem.array[np.asarray(safe)[..., None] + np.arange(width)]
 
     return run
@@ -315,6 +330,17 @@ def _extract_value(op, c):
     return run
 
 
+def _whole_warps(op, st: State, n: int) -> np.ndarray:
+    """The warps that run a warp-collective op (mma.sync, ldmatrix): a branch may leave whole warps
+    out (a warp-specialized role is one), but a warp it splits is an error, as on the hardware."""
+    active = np.ones(n, bool) if st.mask is None else np.broadcast_to(np.asarray(st.mask), (n,))
+    warps = active.reshape(-1, 32)
+    if np.any(warps.any(axis=1) & ~warps.all(axis=1)):
+        raise error_at(op, f"{op.name} under a condition that splits a warp (simulated): "
+                           "all 32 lanes of a warp must take part")
+    return np.flatnonzero(warps.all(axis=1))
+
+
 def _mma(op, c):
     """mma.sync m16n8k16 (row A, col B, f32 C) for every warp of the block, with the fragment
     registers of the PTX ISA: lane = 4 * group + tig (see `convert_tile_to_thread/gemm_mma.py`)."""
@@ -332,14 +358,13 @@ def _mma(op, c):
 
     def run(st):
         n = _lanes(st)
-        if st.mask is not None and not st.mask.all():
-            raise error_at(op, "nvvm.mma.sync under a divergent condition (simulated): every lane must take part")
+        warps = _whole_warps(op, st, n)
         a, b = pairs([st.env[x] for x in a_ops], n), pairs([st.env[x] for x in b_ops], n)
         acc = np.stack([np.broadcast_to(st.env[x], (n,)).astype(np.float32) for x in c_ops], axis=1)
         lane = np.arange(n) % 32
         group, tig, warp = lane // 4, lane % 4, np.arange(n) // 32
-        out = np.empty_like(acc)
-        for w in range(n // 32):
+        out = acc.copy()  # an inactive warp's results are never read: its accumulators stay
+        for w in warps:
             sel = warp == w
             am, bm, cm = np.zeros((16, 16), np.float32), np.zeros((16, 8), np.float32), np.zeros((16, 8), np.float32)
             g, t = group[sel], tig[sel]
@@ -559,9 +584,14 @@ def _ldmatrix(op, c):
     def run(st):
         p = st.env[op.ptr]
         n = _lanes(st)
+        warps = _whole_warps(op, st, n)
+        taking_part = np.zeros((n // 32, 32), bool)
+        taking_part[warps] = True
         offsets = np.broadcast_to(p.offset, (n,))
         data = p.memory.array
-        _check(op, p.memory, offsets, None, 8)
+        _check(op, p.memory, offsets, taking_part.reshape(n), 8)
+        offsets = np.where(taking_part.reshape(n), offsets, 0)  # a warp left out reads nothing
+        _generic_read(st, p.memory, offsets, 8, taking_part.reshape(n))
         lane = np.arange(n) % 32
         regs = []
         for j in range(num):
@@ -608,7 +638,7 @@ HANDLERS: dict[type, Callable] = {
     nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
     nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _nothing,
     nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing,
-    nvvm.FenceProxyOp: _nothing, llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
+    llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 

@@ -9,6 +9,13 @@ parity); a TMA load is *queued* on its mbarrier and lands in shared memory only 
 waits on that barrier's phase, so a consumer that reads a stage without waiting reads stale
 data, as it could on the GPU. When every role is waiting on a phase that nothing can
 complete, the simulation stops with a located "deadlock" error instead of hanging.
+
+Inside the roles the simulator also keeps the proxy rule of the PTX memory model: shared memory a
+role read through the generic proxy (ld.shared, ldmatrix) may be overwritten by a TMA load (the
+async proxy) only after that role's `fence.proxy.async.shared::cta`. The simulated loads read at
+once, so a missing fence would never show as wrong data here; on the GPU the release of a stage
+can overtake reads still in flight and TMA overwrites what they read. A TMA load into bytes with
+unfenced generic reads is a located error.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from tilec.dialects import nvvm, tile
 
 from tilec.errors import error_at
 
-__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "run_roles"]
+__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "note_generic_read", "run_roles"]
 
 
 @dataclass
@@ -101,6 +108,32 @@ class Hopper:
         self.roles = 0  # > 0 inside a warp-specialized region
         self.named: dict[int, int] = {}  # named barrier → threads arrived in its current round
         self.rounds: dict[int, int] = {}  # named barrier → rounds completed
+        self.unfenced: dict[int, np.ndarray] = {}  # role thread → shared bytes it read, not yet fenced
+
+    def generic_read(self, byte_addrs: np.ndarray) -> None:
+        """The calling role read these shared bytes through the generic proxy (inside the roles)."""
+        if not self.roles:
+            return
+        me = threading.get_ident()
+        mask = self.unfenced.get(me)
+        if mask is None:
+            mask = self.unfenced[me] = np.zeros(self.shared.size, bool)
+        mask[np.clip(byte_addrs, 0, self.shared.size - 1)] = True
+
+    def fence_proxy_async(self) -> None:
+        """`fence.proxy.async`: the calling role's generic reads are ordered before later async writes."""
+        self.unfenced.pop(threading.get_ident(), None)
+
+    def check_async_write(self, op, where: np.ndarray) -> None:
+        """A TMA load into bytes `where`: no role may have read them through the generic proxy unfenced."""
+        for mask in list(self.unfenced.values()):
+            hit = mask[where]
+            if hit.any():
+                byte = int(where[np.flatnonzero(hit)[0]])
+                raise error_at(op, f"TMA load over shared byte {byte}, which a role read through the generic "
+                                   "proxy (ld.shared / ldmatrix) with no fence.proxy.async.shared::cta between "
+                                   "those reads and the release of the buffer: a write-after-read race across "
+                                   "proxies on the GPU (simulated)")
 
     def changed(self) -> None:
         """An arrival or a landed copy: every waiter must look again (call with `cv` held)."""
@@ -277,6 +310,7 @@ def _tma_load(op, c):
                     raise error_at(op, f"TMA box of {data.size} bytes at shared byte {start} overruns the "
                                        f"{h.shared.size} bytes of shared memory (simulated)")
                 for t in targets:
+                    t.check_async_write(op, where)
                     t.barrier(op, int(bar_addr[lane])).queued.append((where, data))
             h.changed()
 
@@ -436,6 +470,8 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
         t.join()
     with h.cv:
         h.roles -= 1
+        for t in threads:
+            h.unfenced.pop(t.ident, None)
     if errors:
         raise errors[0]
 
@@ -444,12 +480,35 @@ def _nothing(op, c):
     return None
 
 
+def _fence_proxy(op, c):
+    if op.kind.data not in (nvvm.ProxyKind.ASYNC_SHARED, nvvm.ProxyKind.ASYNC):
+        return None
+
+    def run(st):
+        h = st.env.get("__hopper__")
+        if h is not None:
+            h.fence_proxy_async()
+
+    return run
+
+
+def note_generic_read(st, mem, byte_addrs) -> None:
+    """Shared bytes read through the generic proxy by the active lanes (tracked inside warp roles)."""
+    h = st.env.get("__hopper__")
+    if h is None or not h.roles or mem.what != "shared":
+        return
+    from .simt import _shared_byte_base
+
+    h.generic_read(_shared_byte_base(mem, st.shared) + np.asarray(byte_addrs, np.int64))
+
+
 HOPPER_HANDLERS = {
     nvvm.MBarrierInitSharedOp: _mbarrier_init,
     nvvm.MBarrierArriveSharedOp: lambda op, c: _arrive(op, c, False),
     nvvm.MBarrierArriveExpectTxSharedOp: lambda op, c: _arrive(op, c, True),
     nvvm.MBarrierTryWaitParitySharedOp: _try_wait,
     nvvm.FenceMbarrierInitOp: _nothing,
+    nvvm.FenceProxyOp: _fence_proxy,
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: _tma_load,
     nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp: _tma_store,
     nvvm.CpAsyncBulkCommitGroupOp: _nothing,

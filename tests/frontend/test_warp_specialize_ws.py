@@ -136,13 +136,42 @@ def test_ws_kernels_assemble_for_sm90a():
     assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx and "mbarrier.try_wait" in ptx
 
 
-def test_a_ws_consumer_gemm_that_is_not_wgmma_is_refused():
-    """A gemm of stage views in a T.ws consumer would be an mma.sync (tile-select-mma takes wgmma
-    operands of plain allocations only); TileLang's barrierpipe example built that way gave wrong
-    results on the H200 (2026-12-01), so the CUDA target refuses it where it is written."""
-    with pytest.raises(TilecError, match=r"stage views .* in the consumer of a warp-specialized kernel runs only on wgmma") as e:
-        tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a")
-    line = next(i for i, text in enumerate(open(__file__), 1) if "T.gemm(A_s[ko % stages, :, :]" in text)
+def test_a_ws_consumer_mma_gemm_of_stage_views_is_right_on_the_simulator():
+    """TileLang's barrierpipe example in small: the gemm of stage views is an mma.sync (tile-select-mma
+    takes wgmma operands of plain allocations only) run by the consumer warps only. Its ldmatrix reads
+    are fenced (fence.proxy.async) before the stage is released, or the simulator reports the race."""
+    rng = np.random.default_rng()
+    a = rng.standard_normal((128, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 128)).astype(np.float16)
+    _check(tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim")(a, b), a, b)
+
+
+def test_a_ws_consumer_mma_gemm_of_stage_views_fences_its_reads_before_the_release():
+    ptx = tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
+    consumer = ptx[ptx.index("ldmatrix"):]
+    assert "mma.sync.aligned.m16n8k16" in consumer and "wgmma" not in ptx
+    fence = consumer.index("fence.proxy.async.shared::cta")
+    assert consumer.rindex("ldmatrix") < fence < consumer.index("mbarrier.arrive.shared")
+
+
+def test_a_ws_consumer_copy_of_a_stage_view_fences_its_reads_before_the_release():
+    ptx = tilec.compile(ws_copy_staged(128, 192), out_idx=[-1], target="sm_90a").get_kernel_source()
+    consumer = ptx[ptx.rindex("mbarrier.try_wait"):]
+    assert consumer.index("ld.shared") < consumer.index("fence.proxy.async.shared::cta") < \
+        consumer.index("mbarrier.arrive.shared")
+
+
+def test_the_simulator_reports_a_tma_load_over_unfenced_generic_reads(monkeypatch):
+    """Without the fence after the consumer's gemm, the producer's next TMA load into the released
+    stage is a write-after-read race across proxies: a located error at the T.tma_copy."""
+    from tilec.passes.convert_tile_to_thread import gemm
+
+    monkeypatch.setattr(gemm, "fence_generic_reads_of_stages", lambda *args: None)
+    a, b = _operands(128, 128, 256)
+    with pytest.raises(TilecError, match="TMA load over shared byte .* no fence.proxy.async.shared::cta") as e:
+        tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim")(a, b)
+    line = next(i for i, text in enumerate(open(__file__), 1)
+                if "T.tma_copy(A[by * bm:(by + 1) * bm" in text and i > 80)
     assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
 
 
