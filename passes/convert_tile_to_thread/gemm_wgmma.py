@@ -42,6 +42,52 @@ def _descriptor(L: Lowerer, view: View, index: list, lbo: int, sbo: int) -> SSAV
     return L.emit(arith.OrIOp(start, L.const(fields, i64))).results[0]
 
 
+def _element_delta(view: View, delta: list[int]) -> int | None:
+    """How many elements element `base + delta` of `view` lies after element `base` (its
+    unswizzled address), when that is one number whatever the run-time offsets: the row strides
+    are constants and the chunked last dim starts at a constant column."""
+    positions, addr = list(delta), 0
+    if view.chunk:
+        first = view.offsets[-1]
+        if not isinstance(first, int):
+            return None
+        per_chunk = view.dims[-2] * view.chunk
+
+        def at(col):
+            return col // view.chunk * per_chunk + col % view.chunk
+
+        addr = at(first + positions[-1]) - at(first)
+        positions = positions[:-1]
+    for pos, stride in zip(positions, view.strides):
+        if not isinstance(stride, int):
+            return None
+        addr += pos * stride
+    return addr
+
+
+class _Descriptors:
+    """The matrix descriptors of one operand at constant element steps from a base element: the
+    base's descriptor once, the others by adding the step's 16-byte count to its start address
+    field (an address in the shared window fits the field's 14 bits, so the add never carries
+    out of it), instead of a pointer, a shift and a mask per wgmma."""
+
+    def __init__(self, L: Lowerer, view: View, base: list, lbo: int, sbo: int):
+        self.L, self.view, self.base, self.lbo, self.sbo = L, view, base, lbo, sbo
+        self.first = None
+
+    def at(self, delta: list[int]) -> SSAValue:
+        L, view = self.L, self.view
+        elements = _element_delta(view, delta)
+        nbytes = None if elements is None else elements * tile.element_bytes(view.element_type)
+        if nbytes is None or nbytes % 16:
+            return _descriptor(L, view, [L.add(b, d) for b, d in zip(self.base, delta)], self.lbo, self.sbo)
+        if self.first is None:
+            self.first = _descriptor(L, view, self.base, self.lbo, self.sbo)
+        if nbytes == 0:
+            return self.first
+        return L.emit(arith.AddiOp(self.first, L.const(nbytes >> 4, i64))).results[0]
+
+
 def _zero_filled_before(op: tile.GemmOp) -> bool:
     """Whether the last op before the gemm (in its block) that touches C is `tile.fill C, 0.0`:
     the gemm may then start from D = A·B (scale-d 0) instead of passing zero accumulators, which
@@ -155,13 +201,15 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     # tile-warp-specialize dropped the zero fill before the loop: its first iteration starts from D = A·B
     accumulate = _after_first_iteration(L, op) if op.zero_on_entry is not None else None
     L.emit(nvvm.WgmmaFenceAlignedOp())
+    descs_b = _Descriptors(L, b, [0, 0], b_lbo, b_sbo)
+    descs_a = _Descriptors(L, a, [group_row, 0], 16, 8 * a_row_bytes) if a_regs is None else None
     for ks in range(0, k, k_step):
-        desc_b = _descriptor(L, b, [0, ks] if op.trans_b else [ks, 0], b_lbo, b_sbo)
+        desc_b = descs_b.at([0, ks] if op.trans_b else [ks, 0])
         for r in range(reps):
             if a_regs is not None:
                 desc_a = a_regs[r][ks // 16]
             else:
-                desc_a = _descriptor(L, a, [L.add(group_row, 64 * r), ks], 16, 8 * a_row_bytes)
+                desc_a = descs_a.at([64 * r, ks])
             scale = [accumulate] if accumulate is not None and ks == 0 else []
             accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.build(
                 operands=[desc_a, desc_b, [accs[r]] if accs[r] is not None else [], scale], result_types=[struct],
