@@ -111,6 +111,7 @@ from .sync import (
     WarpSpecializeOp,
     consumer_split,
 )
+from .turns import WarpgroupPassTurnOp, WarpgroupWaitTurnOp
 from .types import (
     ATOMIC_KINDS,
     DYNAMIC,
@@ -164,6 +165,8 @@ Tile = Dialect(
         ConsumerGroupOp,
         WaitTurnOp,
         PassTurnOp,
+        WarpgroupWaitTurnOp,
+        WarpgroupPassTurnOp,
         GemmWaitOp,
         ThreadIdOp,
         PrintOp,
@@ -252,6 +255,8 @@ __all__ = [
     "TmaLoadOp",
     "UseSwizzleOp",
     "WarpSpecializeOp",
+    "WarpgroupPassTurnOp",
+    "WarpgroupWaitTurnOp",
     "WgmmaDescriptor",
     "YieldOp",
     "alignment",
