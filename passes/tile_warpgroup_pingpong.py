@@ -37,14 +37,16 @@ from dataclasses import dataclass
 from tilec.dialects import tile
 from tilec.dialects.tile.turns import MAX_WARPGROUPS, WARPGROUP
 from xdsl.context import Context
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .layouts import wgmma_register_a_layout
+from .loop_stages import Builder, pure
 from .tile_infer_layout import layout_of, root_alloc, same_threads
+from .tile_warp_specialize import arrive_per_warp
 
 __all__ = ["TileWarpgroupPingpongPass"]
 
@@ -120,6 +122,60 @@ def _take_turns(turns: _Turns) -> None:
     Rewriter.insert_op([give, wait_s], InsertPoint.after(first))
     Rewriter.insert_op(take, InsertPoint.before(second))
     Rewriter.insert_op(final, InsertPoint.after(loop))
+    _keep_second_in_flight(turns, wait_s, final)
+
+
+def _release(turns: _Turns) -> scf.IfOp | None:
+    """tile-warp-specialize's release of the iteration's stage after G2: `scf.if lane == 0 { arrive %empty[s] }`."""
+    ops = list(turns.loop.body.block.ops)
+    for op in ops[ops.index(turns.second) + 1:]:
+        inner = [o for o in op.walk() if o is not op and not isinstance(o, scf.YieldOp)]
+        if isinstance(op, scf.IfOp) and len(inner) == 1 and isinstance(inner[0], tile.MBarrierArriveOp):
+            return op
+    return None
+
+
+def _keep_second_in_flight(turns: _Turns, wait_s: tile.GemmWaitOp, final: tile.WarpgroupPassTurnOp) -> None:
+    """G2 (P V) stays in flight over the turn, into the next iteration: G1 of j + 1 is issued right
+    behind it (no tensor-core bubble in the warpgroup's turn), the wait for S also waits for it, and
+    the stage it read goes back there (the stage of the iteration before), not at the end of its
+    own iteration. With one stage the producer would wait for that stage to load the next: no."""
+    loop, first, second = turns.loop, turns.first, turns.second
+    release = _release(turns)
+    stages = loop.warp_specialized_stages.value.data
+    if release is None or stages < 2:
+        return
+    arrive = next(o for o in release.walk() if isinstance(o, tile.MBarrierArriveOp))
+    first.in_flight = IntegerAttr(2, i64)  # G2 of the iteration before and G1 of this one: the pass comes right after
+    second.in_flight = IntegerAttr(1, i64)
+    b = Builder()
+    b.ops.append(tile.GemmWaitOp(second.c, 0))  # its accumulator is read from here on
+    later = Builder()
+    previous = later.binary(arith.RemUIOp, later.binary(arith.AddiOp, arrive.index, stages - 1), stages)
+    arrive_per_warp(later, arrive.barrier, previous)
+    later.ops.append(scf.YieldOp())
+    started = b.add(arith.CmpiOp(loop.induction_var, loop.lb, "ne"))
+    b.ops.append(scf.IfOp(started, [], Region(Block(later.ops))))
+    for op in b.ops:
+        op.location = wait_s.location
+    Rewriter.insert_op(b.ops, InsertPoint.after(wait_s))
+    condition = release.cond.owner
+    Rewriter.erase_op(release)
+    _erase_unused(condition)
+    done = tile.GemmWaitOp(second.c, 0)  # the last iteration's P V, before the epilogue reads O
+    done.location = loop.location
+    Rewriter.insert_op(done, InsertPoint.after(final))
+
+
+def _erase_unused(op: Operation | None) -> None:
+    """`op` and the ops it alone used, when pure and now unused (the old release's lane test)."""
+    if not isinstance(op, Operation) or not (pure(op) or isinstance(op, tile.ThreadIdOp)) or \
+            any(r.uses for r in op.results):
+        return
+    feeding = [v.owner for v in op.operands]
+    Rewriter.erase_op(op)
+    for owner in feeding:
+        _erase_unused(owner)
 
 
 def warpgroup_pingpong(kernel: tile.KernelOp) -> None:

@@ -88,8 +88,9 @@ def test_simulator_catches_a_turn_never_given(monkeypatch):
 
 def test_turns_assemble_without_spills_and_show_in_the_sass(ptxas, tmp_path):
     """sm_90a: no spills, no wgmma serialization; in the SASS the turns are BAR.SYNC on a register
-    barrier id (5 + w) and BAR.ARV (the start, the pass after Q K^T, the final pass), the Q K^T
-    group left in flight over the pass (DEPBAR.LE gsb0, 0x1 then BAR.ARV then 0x0)."""
+    barrier id (5 + w) and BAR.ARV (the start, the pass after Q K^T, the final pass); the pass
+    comes right after Q K^T is issued, behind the P V still in flight (DEPBAR.LE gsb0, 0x2, BAR.ARV,
+    then 0x0), and P V stays in flight over the loop's back edge (DEPBAR.LE gsb0, 0x1 at its end)."""
     case = CASES[3]
     _, report, cubin, name = _sm90a(case)
     assert not report.kernels[name].spills and "C75" not in report.log, report.log
@@ -103,7 +104,8 @@ def test_turns_assemble_without_spills_and_show_in_the_sass(ptxas, tmp_path):
     text = "\n".join(sass)
     assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", text)) >= 2, text
     assert len(re.findall(r"BAR\.ARV (?:0x5|R\d+), 0x100", text)) == 3, text
-    assert re.search(r"DEPBAR\.LE gsb0, 0x1 ;\s*\n\s*BAR\.ARV R\d+, 0x100 ;\s*\n\s*WARPGROUP\.DEPBAR\.LE gsb0, 0x0", text), text
+    assert re.search(r"DEPBAR\.LE gsb0, 0x2 ;\s*\n\s*BAR\.ARV R\d+, 0x100 ;\s*\n\s*WARPGROUP\.DEPBAR\.LE gsb0, 0x0", text), text
+    assert re.search(r"DEPBAR\.LE gsb0, 0x1 ;\s*\n\s*@P\d BRA", text), text
     assert "HGMMA" in text and "UTMALDG" in text and "SETMAXREG" in text
 
 

@@ -3,27 +3,37 @@
 // tile-warpgroup-pingpong: the two consumer warpgroups of one attention tile (256 threads, 64
 // query rows each, the same K/V stages) take turns at the tensor cores. The turn of a warpgroup
 // holds P V of iteration j and Q K^T of j + 1: it waits for it before P V, and passes it on as
-// soon as Q K^T is issued (in_flight = 1), then waits for S (tile.gemm_wait) and runs its softmax
-// while the other warpgroup's gemms run. Warpgroup 0 goes first (`start`); after the loop every
-// warpgroup but the last passes the turn once more (`final`), for the other's last P V.
+// soon as Q K^T is issued, then waits for S (tile.gemm_wait) and runs its softmax while the other
+// warpgroup's gemms run. Warpgroup 0 goes first (`start`); after the loop every warpgroup but the
+// last passes the turn once more (`final`), for the other's last P V. P V stays in flight into the
+// next iteration (in_flight = 1; Q K^T behind it: in_flight = 2), so the stage it read goes back
+// after the wait for S of the next iteration (the stage before, from the second iteration on),
+// and O is waited for there and after the loop.
 // CHECK-LABEL: func.func @attention
 // CHECK:       } consumer {
 // CHECK:         tile.mbarrier_wait_parity %loaded
 // CHECK-NEXT:    tile.warpgroup_wait_turn {start}
-// CHECK-NEXT:    tile.for %k
-// CHECK:           tile.mbarrier_wait_parity %full
+// CHECK-NEXT:    tile.for %k = %[[LB:[^ ]*]] to
+// CHECK:           %[[STAGE:.*]] = arith.remui %k, %{{.*}} : index
+// CHECK:           tile.mbarrier_wait_parity %full[%[[STAGE]]]
 // CHECK-NOT:       tile.warpgroup_
-// CHECK:           tile.gemm %Q_s, %{{.*}}, %s {transpose_b = true, clear_accum = true, mma = "wgmma", in_flight = 1 : i64}
+// CHECK:           tile.gemm %Q_s, %{{.*}}, %s {transpose_b = true, clear_accum = true, mma = "wgmma", in_flight = 2 : i64}
 // CHECK-NEXT:      tile.warpgroup_pass_turn
 // CHECK-NEXT:      tile.gemm_wait %s : !tile.buffer<128x64xf32, fragment>
-// CHECK-NEXT:      tile.reduce %s, %m
+// CHECK-NEXT:      tile.gemm_wait %o : !tile.buffer<128x128xf32, fragment>
+// CHECK-NEXT:      %[[LATER:.*]] = arith.cmpi ne, %k, %[[LB]] : index
+// CHECK-NEXT:      scf.if %[[LATER]] {
+// CHECK:             %[[NEXT:.*]] = arith.addi %[[STAGE]], %{{.*}} : index
+// CHECK:             %[[PREV:.*]] = arith.remui %[[NEXT]], %{{.*}} : index
+// CHECK:             scf.if
+// CHECK-NEXT:          tile.mbarrier_arrive %empty[%[[PREV]]]
+// CHECK:           tile.reduce %s, %m
 // CHECK-NEXT:      tile.copy %s, %p
 // CHECK-NEXT:      tile.warpgroup_wait_turn
-// CHECK-NEXT:      tile.gemm %p, %{{.*}}, %o {mma = "wgmma", in_flight = 0 : i64
-// CHECK-NOT:       tile.warpgroup_
-// CHECK:           tile.mbarrier_arrive %empty
-// CHECK:         } {num_stages = 2 : i64, warp_specialized_stages = 2 : i64}
+// CHECK-NEXT:      tile.gemm %p, %{{.*}}, %o {mma = "wgmma", in_flight = 1 : i64
+// CHECK-NEXT:    } {num_stages = 2 : i64, warp_specialized_stages = 2 : i64}
 // CHECK-NEXT:    tile.warpgroup_pass_turn {final}
+// CHECK-NEXT:    tile.gemm_wait %o
 // CHECK-NEXT:    %out = tile.region
 func.func @attention(%Q: !tile.tensor<1x256x1x128xf16>, %K: !tile.tensor<1x256x1x128xf16>, %V: !tile.tensor<1x256x1x128xf16>, %Out: !tile.tensor<1x256x1x128xf32>) {
   %c2 = arith.constant 2 : index
