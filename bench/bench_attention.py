@@ -7,6 +7,7 @@ lengths, causal and not, and grouped-query heads.
     BENCH_ATTN_SHAPES=2x8192x16x128,1x4096x32x128x8 python bench/bench_attention.py  # BxSxHxD[xHkv]
     BENCH_ATTN_TILES=128x128x2x256,128x64x2x256 ...     # bMxbNxstagesxthreads, for every point
     BENCH_ATTN_MODES=ws,cp.async,ws-nosplit,ws-cluster # also cp.async stages / no tile-split-masks / clusters (default: ws)
+    BENCH_ATTN_MODES=ws,ws-nopingpong ...               # with and without the warpgroups' turns (tile-warpgroup-pingpong)
     BENCH_ONCE=1 ...                                    # each kernel once, checked, no timing
     BENCH_ATTN_CPU=1 python bench/bench_attention.py    # no GPU: sm_90a builds, ptxas -v and SASS only
 
@@ -27,8 +28,9 @@ finds them there.
 Checks: every implementation against a float32 attention of the same inputs, on the first and
 last head of the first and last sequence (rel err < 1e-2), before it is timed (median of
 CUDA-event timings, L2 flushed, few repetitions). FLOPs: 4 B H S^2 D, half of it causal. The
-SASS column: HGMMA (wgmma; `RS` counts those with a register A, the P V gemm), UTMALDG (TMA)
-and SETMAXREG (warp specialization). Writes $OUT/bench_attention.json when OUT is set.
+SASS column: HGMMA (wgmma; `RS` counts those with a register A, the P V gemm), UTMALDG (TMA),
+SETMAXREG (warp specialization) and BAR.ARV (the consumer warpgroups' turns at the gemms,
+tile-warpgroup-pingpong; `ws-nopingpong` is the same kernel without them). Writes $OUT/bench_attention.json when OUT is set.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ if os.environ.get("BENCH_ATTN_TILES"):
     TILES = {d: _tiles for d in (64, 128, 256)}
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
-         "ws-cluster": {"tilec.cluster": True}}  # pairs of query blocks load their K/V tiles once (multicast)
+         "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
+         "ws-nopingpong": {"tilec.warpgroup_pingpong": False}}  # the consumer warpgroups' gemms not taking turns
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 
@@ -198,6 +201,8 @@ def sass_features(kernel) -> str:
     found = [f"HGMMA {len(hgmma)} (RS {rs})"] if hgmma else []
     found += [name for name in ("UTMALDG", "SETMAXREG") if name in sass]
     found += ["HMMA"] if re.search(r"\bHMMA", sass) else []
+    arrivals = len(re.findall(r"BAR\.ARV", sass))  # the warpgroups' turns (tile-warpgroup-pingpong)
+    found += [f"BAR.ARV {arrivals}"] if arrivals else []
     return " ".join(found) or "none"
 
 

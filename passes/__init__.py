@@ -52,6 +52,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile-infer-layout": _lazy("tile_infer_layout", "TileInferLayoutPass"),
     "tile-plan-shared-memory": _lazy("tile_plan_shared_memory", "TilePlanSharedMemoryPass"),
     "tile-insert-barriers": _lazy("tile_insert_barriers", "TileInsertBarriersPass"),
+    "tile-warpgroup-pingpong": _lazy("tile_warpgroup_pingpong", "TileWarpgroupPingpongPass"),
     "convert-tile-to-thread": _lazy("convert_tile_to_thread", "ConvertTileToThreadPass"),
     "thread-shared-divisor": _lazy("thread_shared_divisor", "ThreadSharedDivisorPass"),
     "thread-sigmoid": _lazy("thread_sigmoid", "ThreadSigmoidPass"),

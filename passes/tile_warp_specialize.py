@@ -57,7 +57,7 @@ from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stage
                           unstaged_shared_bytes, use_stage_views, writes_global)
 from .target_facts import shared_limit
 
-__all__ = ["TileWarpSpecializePass", "tma_box"]
+__all__ = ["TileWarpSpecializePass", "arrive_per_warp", "tma_box"]
 
 PRODUCER_THREADS = 128
 WARPGROUP = 128
@@ -272,7 +272,7 @@ def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, base:
     return producer_loop
 
 
-def _arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue) -> None:
+def arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue) -> None:
     """Lane 0 of each consumer warp arrives on `empty[stage]`: `wgmma.wait_group` is warp-aligned,
     so when lane 0 is past it its whole warp is done reading the stage (8 arrivals for 256
     consumer threads instead of 256 shared-memory atomics)."""
@@ -302,11 +302,11 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: 
         started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
         release = Builder()
         previous = release.binary(arith.RemUIOp, release.binary(arith.AddiOp, stage, stages - 1), stages)
-        _arrive_per_warp(release, empty, previous)
+        arrive_per_warp(release, empty, previous)
         release.ops.append(scf.YieldOp())
         tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
     else:  # every gemm of this iteration has been waited for: its stage is free
-        _arrive_per_warp(tail, empty, stage)
+        arrive_per_warp(tail, empty, stage)
     Rewriter.insert_op(tail.ops, InsertPoint.before(body.last_op))
     for c in dict.fromkeys(g.c for g in gemms):
         _drop_zero_fill(loop, c, [g for g in gemms if g.c is c])
@@ -318,7 +318,7 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: 
     if ring is not None:  # all of this tile's wgmmas are done: its last stage is free
         base, trips = ring
         last = after.binary(arith.SubiOp, after.binary(arith.AddiOp, base, trips), 1)
-        _arrive_per_warp(after, empty, after.binary(arith.RemUIOp, last, stages))
+        arrive_per_warp(after, empty, after.binary(arith.RemUIOp, last, stages))
     Rewriter.insert_op(after.ops, InsertPoint.after(loop))
     _mark(loop, stages)
 

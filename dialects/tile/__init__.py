@@ -112,6 +112,7 @@ from .sync import (
     WarpSpecializeOp,
     consumer_split,
 )
+from .turns import WarpgroupPassTurnOp, WarpgroupWaitTurnOp
 from .types import (
     ATOMIC_KINDS,
     DYNAMIC,
@@ -165,6 +166,8 @@ Tile = Dialect(
         ConsumerGroupOp,
         WaitTurnOp,
         PassTurnOp,
+        WarpgroupWaitTurnOp,
+        WarpgroupPassTurnOp,
         GemmWaitOp,
         ThreadIdOp,
         PrintOp,
@@ -254,6 +257,8 @@ __all__ = [
     "TmaLoadOp",
     "UseSwizzleOp",
     "WarpSpecializeOp",
+    "WarpgroupPassTurnOp",
+    "WarpgroupWaitTurnOp",
     "WgmmaDescriptor",
     "YieldOp",
     "alignment",

@@ -11,9 +11,10 @@
     copy        copy and fill      reduce    reductions      scan     scans and atomics
     gemm        gemm dispatch      gemm_simt / gemm_mma / gemm_wgmma: the three back ends
     sync        mbarriers, TMA loads, warp-specialized regions, waits for asynchronous gemms
+    turns       the warpgroups' turns at the tensor cores (named barriers 5 + w)
 """
 
-from . import buffers, control, copy, elements, gemm, reduce, scan, sync  # noqa: F401  (handlers register on import)
+from . import buffers, control, copy, elements, gemm, reduce, scan, sync, turns  # noqa: F401  (handlers register on import)
 from .convert import SMEM, SMEM_ALIGN, ConvertTileToThreadPass, lower_kernel_func
 
 SCALAR_PARAMS = True

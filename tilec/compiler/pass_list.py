@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`, `tilec.warpgroup_pingpong`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
 
     from tilec.passes.tile_stage_epilogue import TileStageEpiloguePass
     from tilec.passes.tile_warp_specialize import TileWarpSpecializePass
+    from tilec.passes.tile_warpgroup_pingpong import TileWarpgroupPingpongPass
 
     configs = pass_configs or {}
     # mma.sync m16n8k16 and cp.async both come with sm_80: `has_cp_async` stands for both.
@@ -45,4 +46,6 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
         TilePlanSharedMemoryPass(target=target.name),  # offsets, reuse, THE shared-memory budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
+        # after the barriers, so that it sees any a turn would hold: the warpgroups of a tile take turns at the gemms
+        *([TileWarpgroupPingpongPass()] if specialize and configs.get("tilec.warpgroup_pingpong", True) else []),
     ]
