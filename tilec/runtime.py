@@ -174,7 +174,10 @@ def launch(kernel, args: list):
         arrays[i] = t if params[i].shape is None else _to_numpy(t, params[i].dtype)
     for i in missing:
         arrays[i] = np.zeros(output_shape(params[i], sizes, kernel.program.loc), params[i].dtype.numpy)
-    kernel._backend.run(arrays, sizes)
+    from tilec.targets.interp.pointers import registered
+
+    with registered(arrays):  # the memory the addresses of a pointer table (T.make_tensor) may name
+        kernel._backend.run(arrays, sizes)
     for i, t in given.items():  # torch tensors written by the kernel get the new values
         if params[i].shape is not None and _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
             t.copy_(_from_numpy(arrays[i], t))

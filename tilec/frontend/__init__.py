@@ -25,6 +25,7 @@ from tilec.compiler.kernel_program import KernelProgram, Param
 from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.errors import SourceLoc, TilecError
+from tilec.language.dtypes import is_pointer
 from tilec.language.structure import AnnotationError, PrimFunc, Symbol, Tensor
 
 from .codegen import Frame, KernelVisitor, parse_function
@@ -95,10 +96,6 @@ class _ProgramBuilder:
 
     # ------------------------------------------------------------------------
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
-        if dtype is None and raw_dtype == "handle":
-            raise v.b.error(f"tensor `{name}` holds pointers (T.ptr): tilec has no pointer tensors, so kernels "
-                            "cannot build tensors from them (T.make_tensor)",
-                            hint="pass the tensors themselves, or concatenate them into one tensor with offsets")
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
         if dtype.name == "tfloat32":  # a tensor-core input precision: the tensor holds float32
@@ -201,6 +198,8 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
             if isinstance(ann, Tensor):
                 v.frame.names[name] = program._add_tensor(v, name, ann.shape, ann.dtype, ann.raw_dtype,
                                                           is_output=False)
+            elif is_pointer(ann):  # `p: T.ptr`: an address, passed by value as TileLang's int64
+                v.frame.names[name] = program.add_scalar(v, name, as_dtype("int64"))
             elif as_dtype(ann) is not None:
                 v.frame.names[name] = program.add_scalar(v, name, as_dtype(ann))
             else:
