@@ -290,3 +290,26 @@ def test_the_call_arrays_are_reachable_through_their_addresses():
     np.testing.assert_array_equal(view, data[2:])
     view[0] = 100.0
     assert data[2] == 100.0
+
+
+def tma_copy_of_a_pointer_tensor():
+    @T.prim_func
+    def main(ptrs: T.Tensor((1,), T.ptr), C: T.Tensor((64, 32), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 32), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            with T.ws(1):
+                A = T.make_tensor(ptrs[0], (64, 32), T.float16)
+                T.tma_copy(A[0, 0], A_s, barrier=ready)  # marker: tma of a pointer tensor
+            with T.ws(0):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, C)
+
+    return main
+
+
+def test_tma_copy_of_a_pointer_tensor_is_a_located_error():
+    with pytest.raises(tilec.TilecError, match=r"T.tma_copy cannot read a tensor of T.make_tensor: TMA needs a "
+                                               r"host-side descriptor") as e:
+        build_prim_func(tma_copy_of_a_pointer_tensor())
+    _located(e.value, "tma of a pointer tensor")

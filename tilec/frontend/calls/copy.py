@@ -49,6 +49,10 @@ def tma_copy(v, src, dst, barrier):
         raise v.b.error("T.tma_copy copies a global region into a shared tile")
     if tuple(s.type.shape) != tuple(target.type.shape):
         raise v.b.error(f"T.tma_copy shapes differ: src {tuple(s.type.shape)} vs dst {tuple(target.type.shape)}")
+    if tile.built_from_pointer(s):
+        raise v.b.error("T.tma_copy cannot read a tensor of T.make_tensor: TMA needs a host-side descriptor of "
+                        "the tensor, and its address is only known in the kernel",
+                        hint="use T.copy (cp.async), or pass the tensor itself as a kernel parameter")
     v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes(target.type), barrier.index))
     v.b.emit(tile.TmaLoadOp(s, target, barrier.ssa, barrier.index))
     tma_arrival(v, barrier.ssa, barrier.index)
