@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from tilec.dialects.tile import KernelOp, MakeTensorOp, TensorType
+from tilec.dialects.tile import AsyncCommitOp, AsyncWaitOp, KernelOp, MakeTensorOp, TensorType
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
@@ -48,7 +48,12 @@ def _make_tensor(op, c):
     return run
 
 
-HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **warp_roles.HANDLERS, MakeTensorOp: _make_tensor}
+def _copy_group(op, c):
+    return None  # cp.async groups: the interpreter's copies are done when issued
+
+
+HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **warp_roles.HANDLERS, MakeTensorOp: _make_tensor,
+            AsyncCommitOp: _copy_group, AsyncWaitOp: _copy_group}
 
 Runner = Callable[["State"], None]
 
