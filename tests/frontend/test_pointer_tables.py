@@ -121,6 +121,29 @@ def scalar_pointers(bm=16, bn=16):
     return main
 
 
+def matmul_by_address(M, N, K, bm=32, bn=32, bk=32, dtype=T.float16):
+    """TileLang's own pointer test (testing/python/language/test_tilelang_language_ptr.py): the
+    tensors are made before `with T.Kernel`, with run-time sizes, and read by a pipelined loop."""
+
+    @T.prim_func
+    def main(a_ptr: T.ptr, b_ptr: T.ptr, c_ptr: T.ptr, m: T.int32, n: T.int32, k: T.int32):
+        A = T.make_tensor(a_ptr, (m, k), dtype)
+        B = T.make_tensor(b_ptr, (n, k), dtype)
+        C = T.make_tensor(c_ptr, (m, n), T.float32)
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bn, bk), dtype)
+            C_l = T.alloc_fragment((bm, bn), T.float32)
+            T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=3):
+                T.copy(A[by * bm, ko * bk], A_s)
+                T.copy(B[bx * bn, ko * bk], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=True)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
 # --------------------------------------------------------------------------- #
 # Results
 # --------------------------------------------------------------------------- #
@@ -171,6 +194,26 @@ def test_scalar_pointer_parameters_with_run_time_sizes():
     kernel = tilec.compile(scalar_pointers(), target="interp")
     kernel(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n)
     torch.testing.assert_close(c, a + b)
+
+
+def test_tensors_made_before_the_kernel_move_into_it():
+    text = str(build_prim_func(matmul_by_address(64, 64, 64)).module)
+    kernel_at = text.index("tile.kernel")
+    assert text.count("tile.make_tensor") == 3 and text.index("tile.make_tensor") > kernel_at
+    assert "tile.make_tensor %a_ptr[%" in text and "!tile.tensor<?x?xf16>" in text
+
+
+@pytest.mark.parametrize("target", ["interp", "sim"])
+def test_matmul_through_scalar_pointers(target):
+    from tilec.targets.interp import simt
+
+    if target == "sim" and not _sim_reads_pointers(simt):
+        pytest.skip("the simulator has no llvm.inttoptr handler yet (targets/interp/simt.py)")
+    M, N, K = 64, 32, 96
+    torch.manual_seed(1)
+    a, b, c = torch.randn(M, K, dtype=torch.float16), torch.randn(N, K, dtype=torch.float16), torch.zeros(M, N)
+    tilec.compile(matmul_by_address(M, N, K), target=target)(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K)
+    torch.testing.assert_close(c, a.float() @ b.float().T, atol=1e-2, rtol=1e-2)
 
 
 def test_make_tensor_lowers_through_inttoptr_for_sm_90a():

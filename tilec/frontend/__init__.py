@@ -171,6 +171,7 @@ def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> t
     if not visitor.kernels:
         raise TilecError(f"{fn.__name__} has no `with T.Kernel(...)`: a kernel function launches one grid",
                          loc=loc, hint="put the kernel's body under `with T.Kernel(grid, threads=...) as bx:`")
+    _sink_pointer_tensors(program.block)
     ret = func.ReturnOp()
     ret.location = builder.stamp(loc)
     program.block.add_op(ret)
@@ -183,6 +184,27 @@ def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> t
     except VerifyException as e:
         raise TilecError(f"internal compiler error: the built IR does not verify: {e}", loc=loc) from None
     return KernelProgram(module, fn.__name__, program.params, loc=loc), frame.returned
+
+
+def _sink_pointer_tensors(block: Block) -> None:
+    """A `T.make_tensor` before `with T.Kernel` (TileLang's `A = T.make_tensor(a_ptr, (m, k))` of a
+    `T.ptr` parameter) moves into each kernel that uses it: the tensor is the kernel's view of an
+    address, which its operands (parameters, scalars computed before the kernel) give there."""
+    kernels = [op for op in block.ops if isinstance(op, tile.KernelOp)]
+    for op in [op for op in block.ops if isinstance(op, tile.MakeTensorOp)]:
+        uses = list(op.result.uses)
+        owners = [next((k for k in kernels if k.is_ancestor(use.operation)), None) for use in uses]
+        if None in owners:
+            continue  # also used outside the kernels: it stays where it is
+        for kernel in dict.fromkeys(owners):
+            body = kernel.body.block
+            moved = op.clone()
+            moved.result.name_hint = op.result.name_hint
+            body.insert_op_before(moved, body.first_op) if body.first_op else body.add_op(moved)
+            for use, owner in zip(uses, owners):
+                if owner is kernel:
+                    use.operation.operands[use.index] = moved.result
+        block.erase_op(op)
 
 
 def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
