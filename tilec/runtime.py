@@ -143,8 +143,11 @@ def scalar_argument(kernel, i: int, value, sizes: dict):
     integral = p.dtype.name.startswith(("int", "uint")) or p.dtype.name == "bool"
     ok = isinstance(value, bool | int) if integral else isinstance(value, bool | int | float)
     if not ok:
+        tensor = _is_torch(value) or isinstance(value, np.ndarray)
+        hint = "a T.ptr parameter takes an address: pass tensor.data_ptr()" if tensor and p.dtype.name == "int64" \
+            else f"pass a Python {'int' if integral else 'float'}"
         raise TilecError(f"{name}: argument {i} (`{p.name}`) is a {p.dtype.name} scalar, got {type(value).__name__}",
-                         loc=kernel.program.loc, hint=f"pass a Python {'int' if integral else 'float'}")
+                         loc=kernel.program.loc, hint=hint)
     if integral:
         value = int(value)
         sizes[SCALAR_SIZE_PREFIX + p.name] = value

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IndexType, IntegerType
 from xdsl.ir import SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def, var_operand_def
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.traits import Pure
 
 from .types import DYNAMIC, TensorType, _require

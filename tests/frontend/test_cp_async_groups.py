@@ -3,7 +3,8 @@ vertical-slash attention uses them around its prefetches: `tile.async_commit` / 
 lowered to `cp.async.commit_group` / `cp.async.wait_group n`; no-ops on the interpreter, whose
 copies are done when issued. Kernels live in this file (the frontend reads their source)."""
 
-import numpy as np
+# ruff: noqa: F841
+
 import pytest
 import torch
 

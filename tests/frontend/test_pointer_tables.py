@@ -8,6 +8,8 @@ over ordinary tensor parameters; misuse is checked for its message and the kerne
 Kernels live in this file (the frontend reads their source with `inspect`).
 """
 
+# ruff: noqa: F841
+
 import math
 
 import numpy as np
@@ -219,9 +221,8 @@ def test_matmul_through_scalar_pointers(target):
 def test_make_tensor_lowers_through_inttoptr_for_sm_90a():
     """The CUDA lowering views the address as a global pointer; with no host descriptor of the
     tensor, its copies are cp.async (sm_80+), never TMA."""
-    from xdsl.dialects import llvm
-
     from tilec.targets.nvptx import translate
+    from xdsl.dialects import llvm
 
     if llvm.IntToPtrOp not in translate.LOWERINGS:
         pytest.skip("the NVPTX translator has no llvm.inttoptr yet (targets/nvptx/translate_ops.py)")
@@ -356,3 +357,11 @@ def test_tma_copy_of_a_pointer_tensor_is_a_located_error():
                                                r"host-side descriptor") as e:
         build_prim_func(tma_copy_of_a_pointer_tensor())
     _located(e.value, "tma of a pointer tensor")
+
+
+def test_a_tensor_for_a_pointer_parameter_says_to_pass_its_address():
+    kernel = tilec.compile(scalar_pointers(), target="interp")
+    a = torch.zeros(16, 16)
+    with pytest.raises(tilec.TilecError, match=r"argument 0 \(`a_ptr`\) is a int64 scalar, got Tensor") as e:
+        kernel(a, a.data_ptr(), a.data_ptr(), 16, 16)
+    assert "pass tensor.data_ptr()" in str(e.value) and "test_pointer_tables.py" in str(e.value)
