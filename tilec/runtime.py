@@ -143,8 +143,11 @@ def scalar_argument(kernel, i: int, value, sizes: dict):
     integral = p.dtype.name.startswith(("int", "uint")) or p.dtype.name == "bool"
     ok = isinstance(value, bool | int) if integral else isinstance(value, bool | int | float)
     if not ok:
+        tensor = _is_torch(value) or isinstance(value, np.ndarray)
+        hint = "a T.ptr parameter takes an address: pass tensor.data_ptr()" if tensor and p.dtype.name == "int64" \
+            else f"pass a Python {'int' if integral else 'float'}"
         raise TilecError(f"{name}: argument {i} (`{p.name}`) is a {p.dtype.name} scalar, got {type(value).__name__}",
-                         loc=kernel.program.loc, hint=f"pass a Python {'int' if integral else 'float'}")
+                         loc=kernel.program.loc, hint=hint)
     if integral:
         value = int(value)
         sizes[SCALAR_SIZE_PREFIX + p.name] = value
@@ -174,7 +177,10 @@ def launch(kernel, args: list):
         arrays[i] = t if params[i].shape is None else _to_numpy(t, params[i].dtype)
     for i in missing:
         arrays[i] = np.zeros(output_shape(params[i], sizes, kernel.program.loc), params[i].dtype.numpy)
-    kernel._backend.run(arrays, sizes)
+    from tilec.targets.interp.pointers import registered
+
+    with registered(arrays):  # the memory the addresses of a pointer table (T.make_tensor) may name
+        kernel._backend.run(arrays, sizes)
     for i, t in given.items():  # torch tensors written by the kernel get the new values
         if params[i].shape is not None and _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
             t.copy_(_from_numpy(arrays[i], t))

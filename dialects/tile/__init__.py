@@ -75,6 +75,7 @@ from .memory import (
     StageOp,
     StoreOp,
 )
+from .pointers import MakeTensorOp, built_from_pointer, tensor_root
 from .parallel_body import (
     block_level_name,
     missing_loop_dims,
@@ -144,6 +145,7 @@ Tile = Dialect(
         LoadOp,
         StoreOp,
         ReshapeOp,
+        MakeTensorOp,
         CopyOp,
         GemmOp,
         FillOp,
@@ -228,6 +230,7 @@ __all__ = [
     "LoadOp",
     "LoopKind",
     "LoopKindAttr",
+    "MakeTensorOp",
     "MBarrierArriveOp",
     "MBarrierExpectTxOp",
     "MBarrierType",
@@ -264,11 +267,13 @@ __all__ = [
     "alignment",
     "atomic_rmw_kind",
     "block_level_name",
+    "built_from_pointer",
     "element_bytes",
     "missing_loop_dims",
     "parallel_body_error",
     "reduced_shape",
     "squeezed",
+    "tensor_root",
     "tile_type",
     "varies_per_element",
     "xor_swizzle",

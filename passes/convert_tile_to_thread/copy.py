@@ -1,7 +1,8 @@
 """`tile.copy` and `tile.fill`: elements moved between any two kinds of storage, the threads
 following a layout; slots that differ only in the innermost (vector) mode form a group whose
 accesses become one vector access when the addresses are consecutive and aligned; cp.async
-for asynchronous global-to-shared copies; staged copies between overlapping regions.
+for asynchronous global-to-shared copies; staged copies between overlapping regions; the global
+views of `tile.make_tensor` (tensors at run-time addresses, which copies read).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tilec.dialects.tile.layout import Layout, Mode
 from tilec.passes.layouts import default_layout
 
 from .context import Lowerer
-from .memory import View, element_bytes, global_ptr, memref_type, shared_ptr
+from .memory import View, element_bytes, global_ptr, memref_type, pointer_memref, shared_ptr
 from .registry import uniform
 
 
@@ -262,3 +263,22 @@ def lower_fill(L: Lowerer, op: tile.FillOp) -> None:
         return
     layout = memory_layout(L, dst.shape, dst) if dst.kind != "local" else local_layout(dst.shape)
     transfer(L, layout, dst.shape, None, dst, value)
+
+
+@uniform(tile.MakeTensorOp)
+def _make_tensor(L: Lowerer, op: tile.MakeTensorOp) -> None:
+    """A tensor at a run-time address: a flat global view over `llvm.inttoptr` of the address,
+    row-major. (Here because copies are what read such tensors: no kernel argument describes one,
+    so no TMA descriptor can, and its copies stay plain or cp.async loads.)"""
+    typ = op.result.type
+    shape = [L.val(d) if isinstance(d, SSAValue) else d for d in op.dims]
+    for axis, d in enumerate(shape):
+        if isinstance(d, SSAValue):
+            L.sizes[(op.result, axis)] = d
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc = L.mul(acc, n)
+    mem = pointer_memref(L, L.val(op.address), typ.element_type)
+    L.views[op.result] = View("global", mem, tuple(typ.shape), typ.element_type, [0] * len(shape), strides, shape,
+                              in_bounds=False)

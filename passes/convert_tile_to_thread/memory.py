@@ -4,6 +4,7 @@ bounds predicates, vector accesses and fragment slots.
 Four kinds of storage:
 
     global    memref<?xT>       (kernel argument, flat)     bounds-checked unless proven
+                                (or at a tile.make_tensor address: llvm.inttoptr)
     shared    memref<NxT, 3>    (view of dynamic shared memory)
     fragment  memref<SxT>       (per-thread registers: S slots of its layout)
     local     memref<NxT>       (per-thread array)
@@ -266,3 +267,12 @@ def global_ptr(L: Lowerer, view: View, addr) -> SSAValue:
     base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr1])).results[0]
     offset = L.emit(arith.IndexCastOp(L.ssa(addr), i64)).results[0]
     return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr1)).results[0]
+
+
+def pointer_memref(L: Lowerer, address: SSAValue, element_type: Attribute) -> SSAValue:
+    """`memref<?xT>` over the global memory at the i64 `address` (a tensor of `tile.make_tensor`):
+    `llvm.inttoptr` to `!llvm.ptr<1>`, seen as the memref (both are the base pointer)."""
+    ptr1 = llvm.LLVMPointerType(IntAttr(1))
+    ptr = L.emit(llvm.IntToPtrOp.create(operands=[address], result_types=[ptr1])).results[0]
+    return L.emit(UnrealizedConversionCastOp.get([ptr], [memref_type(element_type, None)])).results[0]
+

@@ -19,17 +19,41 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from tilec.dialects.tile import KernelOp, TensorType
+from tilec.dialects.tile import AsyncCommitOp, AsyncWaitOp, KernelOp, MakeTensorOp, TensorType
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
 
 from tilec.errors import error_at
 
-from . import scalar_ops, tile_ops, warp_roles
-from .values import Tile, numpy_dtype
+from . import pointers, scalar_ops, tile_ops, warp_roles
+from .values import Tile, numpy_dtype, uniform
 
-HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **warp_roles.HANDLERS}
+
+def _make_tensor(op, c):
+    """`tile.make_tensor`: the host memory the address names (pointers.py), as a global tensor."""
+    address, sizes, r = op.address, tuple(op.sizes), op.result
+    dtype = numpy_dtype(op.result.type.element_type)
+    if dtype is None:
+        raise error_at(op, f"{op.name}: element type {op.result.type.element_type} is not supported by the interpreter")
+
+    def run(st):
+        dynamic = iter(uniform(st.env[s], op, "a tensor size") for s in sizes)
+        shape = tuple(next(dynamic) if d < 0 else d for d in op.result.type.shape)
+        if any(d <= 0 for d in shape):
+            raise error_at(op, f"{op.name}: T.make_tensor sizes must be positive, got {shape}")
+        where = pointers.address_of(uniform(st.env[address], op, "a tensor's address"))
+        st.env[r] = Tile.whole(pointers.current().view(where, shape, dtype, op), is_global=True)
+
+    return run
+
+
+def _copy_group(op, c):
+    return None  # cp.async groups: the interpreter's copies are done when issued
+
+
+HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **warp_roles.HANDLERS, MakeTensorOp: _make_tensor,
+            AsyncCommitOp: _copy_group, AsyncWaitOp: _copy_group}
 
 Runner = Callable[["State"], None]
 
@@ -137,12 +161,14 @@ def run(module: ModuleOp, args: Sequence[np.ndarray | int | float], *, func_name
     `func_name` None picks the one `func.func` holding a `tile.kernel`.  Tensor parameters
     take numpy arrays of the element type (`np.float16`, `ml_dtypes.bfloat16`, `np.bool_` for
     i1, ...) whose static dims match; scalar parameters take Python or numpy numbers.
-    Raises TilecError, located at the kernel's source where the IR records it.
+    An address a pointer table holds (`tile.make_tensor`) must be inside one of `args` or a live
+    CPU torch tensor (pointers.py). Raises TilecError, located at the kernel's source where the IR
+    records it.
     """
     fn = _kernel_function(module, func_name)
     state = State()
     _bind_arguments(fn, args, state.env)
     body = Compiler().block(fn.body.block)
     # exp(-inf), 0/0 in masked-off lanes and integer wrap-around are normal GPU arithmetic.
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), pointers.registered(args):  # what T.make_tensor's addresses may name
         body(state)

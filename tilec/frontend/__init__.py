@@ -25,6 +25,7 @@ from tilec.compiler.kernel_program import KernelProgram, Param
 from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.errors import SourceLoc, TilecError
+from tilec.language.dtypes import is_pointer
 from tilec.language.structure import AnnotationError, PrimFunc, Symbol, Tensor
 
 from .codegen import Frame, KernelVisitor, parse_function
@@ -95,10 +96,6 @@ class _ProgramBuilder:
 
     # ------------------------------------------------------------------------
     def _add_tensor(self, v, name, shape, dtype, raw_dtype, *, is_output) -> TileRef:
-        if dtype is None and raw_dtype == "handle":
-            raise v.b.error(f"tensor `{name}` holds pointers (T.ptr): tilec has no pointer tensors, so kernels "
-                            "cannot build tensors from them (T.make_tensor)",
-                            hint="pass the tensors themselves, or concatenate them into one tensor with offsets")
         if dtype is None:
             raise v.b.error(f"tensor `{name}`: unknown dtype {raw_dtype!r}")
         if dtype.name == "tfloat32":  # a tensor-core input precision: the tensor holds float32
@@ -174,6 +171,7 @@ def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> t
     if not visitor.kernels:
         raise TilecError(f"{fn.__name__} has no `with T.Kernel(...)`: a kernel function launches one grid",
                          loc=loc, hint="put the kernel's body under `with T.Kernel(grid, threads=...) as bx:`")
+    _sink_pointer_tensors(program.block)
     ret = func.ReturnOp()
     ret.location = builder.stamp(loc)
     program.block.add_op(ret)
@@ -186,6 +184,27 @@ def _build(fn, *, eager: bool, initial: dict, consts: dict | None, declare) -> t
     except VerifyException as e:
         raise TilecError(f"internal compiler error: the built IR does not verify: {e}", loc=loc) from None
     return KernelProgram(module, fn.__name__, program.params, loc=loc), frame.returned
+
+
+def _sink_pointer_tensors(block: Block) -> None:
+    """A `T.make_tensor` before `with T.Kernel` (TileLang's `A = T.make_tensor(a_ptr, (m, k))` of a
+    `T.ptr` parameter) moves into each kernel that uses it: the tensor is the kernel's view of an
+    address, which its operands (parameters, scalars computed before the kernel) give there."""
+    kernels = [op for op in block.ops if isinstance(op, tile.KernelOp)]
+    for op in [op for op in block.ops if isinstance(op, tile.MakeTensorOp)]:
+        uses = list(op.result.uses)
+        owners = [next((k for k in kernels if k.is_ancestor(use.operation)), None) for use in uses]
+        if None in owners:
+            continue  # also used outside the kernels: it stays where it is
+        for kernel in dict.fromkeys(owners):
+            body = kernel.body.block
+            moved = op.clone()
+            moved.result.name_hint = op.result.name_hint
+            body.insert_op_before(moved, body.first_op) if body.first_op else body.add_op(moved)
+            for use, owner in zip(uses, owners):
+                if owner is kernel:
+                    use.operation.operands[use.index] = moved.result
+        block.erase_op(op)
 
 
 def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
@@ -201,6 +220,8 @@ def build_prim_func(pf: PrimFunc, out_idx=None) -> KernelProgram:
             if isinstance(ann, Tensor):
                 v.frame.names[name] = program._add_tensor(v, name, ann.shape, ann.dtype, ann.raw_dtype,
                                                           is_output=False)
+            elif is_pointer(ann):  # `p: T.ptr`: an address, passed by value as TileLang's int64
+                v.frame.names[name] = program.add_scalar(v, name, as_dtype("int64"))
             elif as_dtype(ann) is not None:
                 v.frame.names[name] = program.add_scalar(v, name, as_dtype(ann))
             else:

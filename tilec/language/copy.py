@@ -34,3 +34,16 @@ def tma_copy(src, dst, barrier=None):
 def im2col(img, col, nhw_step, c_step, kernel, stride=1, dilation=1, pad=0):
     """Fills `col` [bm, bk] with the im2col patch of NHWC `img` for output pixels nhw_step*bm.. and patch
     elements c_step*bk.. of a `kernel`×`kernel` convolution (zeros outside the image)."""
+
+
+@builtin
+def ptx_commit_group():
+    """Closes the calling thread's group of asynchronous (cp.async) copies issued since the last
+    commit (PTX `cp.async.commit_group`)."""
+
+
+@builtin
+def ptx_wait_group(num):
+    """Waits until at most `num` (a compile-time int) of the calling thread's committed cp.async
+    groups are unfinished (PTX `cp.async.wait_group`). Other threads' copies are visible after the
+    barrier that tilec inserts before shared memory is read."""

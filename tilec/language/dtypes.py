@@ -42,9 +42,34 @@ short = int16
 int = int32  # noqa: A001 - TileLang's name
 long = int64
 uint = uint32
-ptr = "handle"
-"""TileLang's pointer type (`T.Tensor([n], T.ptr)`: a table of device pointers); tilec has no pointer
-tensors, and a kernel parameter of them is a located error."""
+
+
+class PointerType:
+    """TileLang's `T.ptr`: a device address. `T.Tensor([n], T.ptr)` is a table of them (an int64
+    tensor of `data_ptr()`s, as TileLang passes it), `p: T.ptr` a 64-bit scalar parameter;
+    `T.make_tensor(p, shape, dtype)` views the memory there as a global tensor. `T.ptr(dtype)`
+    names a typed pointer, which is the same thing to tilec (the tensor's dtype comes from
+    `T.make_tensor`)."""
+
+    def __init__(self, dtype=None, storage_scope: str = "global"):
+        self.dtype, self.storage_scope = dtype, storage_scope
+
+    def __call__(self, dtype=None, storage_scope: str = "global", *, is_size_var: bool = False) -> PointerType:
+        if storage_scope != "global":
+            raise ValueError(f"T.ptr: tilec's pointers address global memory, got storage_scope={storage_scope!r}")
+        return PointerType(dtype, storage_scope)
+
+    def __repr__(self) -> str:
+        return "T.ptr" if self.dtype is None else f"T.ptr({self.dtype!r})"
+
+
+ptr = PointerType()
+
+
+def is_pointer(value) -> bool:
+    """Whether `value` names TileLang's pointer type: `T.ptr`, `T.ptr(dtype)` or TVM's "handle"."""
+    return isinstance(value, PointerType) or (type(value) is str and value == "handle")
+
 
 _TORCH_DTYPE_TO_STR: dict = {}
 
@@ -65,6 +90,6 @@ _torch_table()
 __all__ = [
     "AnyDType", "bfloat16", "bool", "double", "dtype", "float", "float16", "float32", "float4_e2m1fn", "float64",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "half",
-    "int", "int16", "int32", "int4", "int64", "int8", "long", "ptr", "short", "tfloat32", "uint", "uint16", "uint32",
+    "int", "int16", "int32", "int4", "int64", "int8", "is_pointer", "long", "PointerType", "ptr", "short", "tfloat32", "uint", "uint16", "uint32",
     "uint64", "uint8",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 from tilec.dtypes import DType, as_dtype
 
 from ._builtin import builtin
+from .dtypes import is_pointer
 
 
 class _Arith:
@@ -86,7 +87,8 @@ class Tensor(metaclass=TensorMeta):
         if not isinstance(shape, list | tuple):  # one size: an int, a T.const / T.dynamic, `(batch)`
             shape = (shape,)
         self.shape = tuple(shape)
-        self.dtype: DType | None = as_dtype(dtype)
+        self.pointers = is_pointer(dtype)  # `T.Tensor([n], T.ptr)`: a table of addresses, int64 as in TileLang
+        self.dtype: DType | None = as_dtype("int64" if self.pointers else dtype)
         self.raw_dtype = dtype
 
     def __repr__(self) -> str:

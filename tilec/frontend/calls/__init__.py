@@ -10,11 +10,12 @@
     math        scalar math                          sync      barriers, mbarriers
     layout      swizzles and layout annotations      debug     T.print, T.device_assert
     hints       register-allocation hints (setmaxnreg)     conv      T.im2col
+    pointers    T.make_tensor: global tensors at run-time addresses (pointer tables, T.ptr)
     extern      refusals of TileLang's TIR-only and foreign-source names (T.call_extern, T.attr, ...)
     loops       T.Parallel, T.Pipelined and the sequential loops
 """
 
-from . import alloc, atomic, conv, copy, debug, extern, gemm, hints, layout, math, reduce, structure, sync  # noqa: F401  (builders register on import)
+from . import alloc, atomic, conv, copy, debug, extern, gemm, hints, layout, math, pointers, reduce, structure, sync  # noqa: F401  (builders register on import)
 from .loops import emit_loop
 from .registry import HANDLERS, LOOPS, attribute, builtin_name, call, closest_language_name, handles, handles_each
 from .structure import emit_kernel

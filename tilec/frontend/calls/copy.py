@@ -1,4 +1,5 @@
-"""Data movement and initialization: `T.copy`, `T.tma_copy`, `T.fill`, `T.clear`."""
+"""Data movement and initialization: `T.copy`, `T.tma_copy`, `T.fill`, `T.clear`; the cp.async groups
+(`T.ptx_commit_group`, `T.ptx_wait_group`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from tilec.dialects import tile
 from ..custom_layout import copy_elementwise, laid_out
 from ..values import Access, BarrierRef, TileRef
 from ..warp_specialize import nbytes, tma_arrival
-from .operands import describe_, explicit_shape, region, require_kernel, stage_view
+from .operands import describe_, explicit_shape, region, require_kernel, stage_view, static_int
 from .registry import handles
 
 
@@ -49,6 +50,10 @@ def tma_copy(v, src, dst, barrier):
         raise v.b.error("T.tma_copy copies a global region into a shared tile")
     if tuple(s.type.shape) != tuple(target.type.shape):
         raise v.b.error(f"T.tma_copy shapes differ: src {tuple(s.type.shape)} vs dst {tuple(target.type.shape)}")
+    if tile.built_from_pointer(s):
+        raise v.b.error("T.tma_copy cannot read a tensor of T.make_tensor: TMA needs a host-side descriptor of "
+                        "the tensor, and its address is only known in the kernel",
+                        hint="use T.copy (cp.async), or pass the tensor itself as a kernel parameter")
     v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes(target.type), barrier.index))
     v.b.emit(tile.TmaLoadOp(s, target, barrier.ssa, barrier.index))
     tma_arrival(v, barrier.ssa, barrier.index)
@@ -68,3 +73,28 @@ def fill(v, buffer, value):
 @handles("clear")
 def clear(v, buffer):
     fill(v, buffer, 0)
+
+
+@handles("ptx_commit_group")
+def ptx_commit_group(v):
+    require_kernel(v, "T.ptx_commit_group", whole_tiles=True)
+    v.b.emit(tile.AsyncCommitOp())
+
+
+@handles("ptx_wait_group")
+def ptx_wait_group(v, num):
+    require_kernel(v, "T.ptx_wait_group", whole_tiles=True)
+    if isinstance(num, bool) or not isinstance(v.rvalue(num), int) and not _folded(v, num):
+        raise v.b.error(f"T.ptx_wait_group takes a compile-time number of groups, got {describe_(num)}",
+                        hint="cp.async.wait_group encodes the count in the instruction: pass an int")
+    pending = static_int(v, v.rvalue(num), "T.ptx_wait_group's count")
+    if pending < 0:
+        raise v.b.error(f"T.ptx_wait_group: the number of groups left pending must be >= 0, got {pending}")
+    v.b.emit(tile.AsyncWaitOp(pending))
+
+
+def _folded(v, value) -> bool:
+    from ..values import Scalar
+
+    value = v.rvalue(value)
+    return isinstance(value, Scalar) and value.ssa in v.b.constants
