@@ -100,6 +100,8 @@ def _static_tma_source(copy: tile.CopyOp) -> str | None:
     """Why TMA cannot read this copy's source (None: it can): a region of a tensor of rank 2 to 5
     that is the 2-D tile once unit dims are dropped, its innermost dim the tile's columns, the
     tensor's strides (all dims but the outermost static) multiples of 16 bytes."""
+    if tile.built_from_pointer(copy.src):
+        return "a tensor at a run-time address (T.make_tensor), which no host TMA descriptor describes"
     src = copy.src.type
     root = copy.src
     while isinstance(root.owner, tile.RegionOp):

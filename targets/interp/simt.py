@@ -25,7 +25,7 @@ from xdsl.dialects.func import FuncOp
 from tilec.dialects import nvvm, tile
 from tilec.errors import error_at
 
-from . import scalar_ops
+from . import pointers, scalar_ops
 from .interpreter import Compiler, State
 from .simt_cluster import CLUSTER_HANDLERS, run_clusters
 from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, note_generic_read, run_roles
@@ -397,6 +397,9 @@ def _to_pointer(op, c):
     src, r = op.inputs[0], op.outputs[0]
 
     def run(st):
+        if isinstance(st.env[src], pointers.Address):  # llvm.inttoptr seen as a memref (T.make_tensor)
+            pointers.sim_pointer_memref(op, st, Memory, numpy_dtype)
+            return
         st.env[r] = Pointer(st.env[src], np.int64(0))
 
     return run
@@ -638,7 +641,7 @@ HANDLERS: dict[type, Callable] = {
     nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
     nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _nothing,
     nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing,
-    llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, nvvm.LdMatrixOp: _ldmatrix,
+    llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, llvm.IntToPtrOp: pointers.sim_int_to_ptr, nvvm.LdMatrixOp: _ldmatrix,
 }
 
 

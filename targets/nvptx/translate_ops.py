@@ -567,6 +567,12 @@ def _ptr_to_int(t: T, op: llvm.PtrToIntOp) -> None:
     t.set(op, t.b.ptrtoint(t.get(op.input), t.types(op.output.type)))
 
 
+@lowers(llvm.IntToPtrOp)
+def _int_to_ptr(t: T, op: llvm.IntToPtrOp) -> None:
+    """An integer address as a pointer (a tensor of `T.make_tensor`, from a pointer table)."""
+    t.set(op, t.b.inttoptr(t.get(op.input), t.types(op.output.type)))
+
+
 @lowers(llvm.ExtractValueOp)
 def _extract_value(t: T, op: llvm.ExtractValueOp) -> None:
     t.set(op, t.b.extract_value(t.get(op.container), list(op.position.get_values())))
