@@ -7,7 +7,7 @@ lengths, causal and not, and grouped-query heads.
     BENCH_ATTN_SHAPES=2x8192x16x128,1x4096x32x128x8 python bench/bench_attention.py  # BxSxHxD[xHkv]
     BENCH_ATTN_TILES=128x128x2x256,128x64x2x256 ...     # bMxbNxstagesxthreads, for every point
     BENCH_ATTN_MODES=ws,cp.async,ws-nosplit,ws-cluster # also cp.async stages / no tile-split-masks / clusters (default: ws)
-    BENCH_ATTN_MODES=ws,ws-nopingpong ...               # with and without the warpgroups' turns (tile-warpgroup-pingpong)
+    BENCH_ATTN_MODES=ws,ws-pingpong ...                 # without and with the warpgroups' turns (tile-warpgroup-pingpong)
     BENCH_ONCE=1 ...                                    # each kernel once, checked, no timing
     BENCH_ATTN_CPU=1 python bench/bench_attention.py    # no GPU: sm_90a builds, ptxas -v and SASS only
 
@@ -75,7 +75,7 @@ if os.environ.get("BENCH_ATTN_TILES"):
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
          "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
-         "ws-nopingpong": {"tilec.warpgroup_pingpong": False}}  # the consumer warpgroups' gemms not taking turns
+         "ws-pingpong": {"tilec.warpgroup_pingpong": True}}  # the consumer warpgroups' gemms taking turns
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

@@ -47,5 +47,6 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         TilePlanSharedMemoryPass(target=target.name),  # offsets, reuse, THE shared-memory budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
         # after the barriers, so that it sees any a turn would hold: the warpgroups of a tile take turns at the gemms
-        *([TileWarpgroupPingpongPass()] if specialize and configs.get("tilec.warpgroup_pingpong", True) else []),
+        # (off by default: measured slower on the H200, run s5f, bench/NOTES.md)
+        *([TileWarpgroupPingpongPass()] if specialize and configs.get("tilec.warpgroup_pingpong", False) else []),
     ]
