@@ -110,19 +110,10 @@ def _cluster_wait(op, c):
         mine = st.env.get("__cluster_round__")
         if mine is None:
             raise error_at(op, "barrier.cluster.wait without barrier.cluster.arrive (simulated)")
-        me = threading.get_ident()
         with h.cv:
-            while bar.rounds == mine:
-                if h.error is not None:
-                    raise h.error
-                h.seen[me] = h.epoch
-                if len(h.seen) >= h.running and all(e == h.epoch for e in h.seen.values()):
-                    h.error = error_at(op, f"simulated deadlock: every thread waits, some at the cluster barrier "
-                                           f"({bar.arrived} of {bar.total} threads arrived)")
-                    h.cv.notify_all()
-                    raise h.error
-                h.cv.wait(timeout=60)
-            h.seen.pop(me, None)
+            h.block_until(op, lambda: bar.rounds != mine,
+                          lambda: f"simulated deadlock: every thread waits, some at the cluster barrier "
+                                  f"({bar.arrived} of {bar.total} threads arrived)")
         del st.env["__cluster_round__"]
 
     return run

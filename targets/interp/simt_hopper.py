@@ -172,40 +172,43 @@ class Hopper:
                 return
             self.named[ident] = arrived
             self.changed()
-            me = threading.get_ident()
-            while wait and self.rounds.get(ident, 0) == round_:
-                if self.error is not None:
-                    raise self.error
-                self.seen[me] = self.epoch
-                if len(self.seen) >= self.running and all(e == self.epoch for e in self.seen.values()):
-                    self.error = error_at(op, f"simulated deadlock: every role waits, one of them on named "
-                                              f"barrier {ident} ({arrived} of {count} threads arrived)")
-                    self.cv.notify_all()
-                    raise self.error
-                self.cv.wait(timeout=60)
-            self.seen.pop(me, None)
+            if wait:
+                self.block_until(op, lambda: self.rounds.get(ident, 0) != round_,
+                                 lambda: f"simulated deadlock: every role waits, one of them on named barrier {ident} "
+                                         f"({arrived} of {count} threads arrived)")
 
     def wait(self, op, addr: int, parity: int) -> None:
         """Block until the phase of `parity` at `addr` has completed."""
+
+        def done() -> bool:
+            bar = self.barrier(op, addr)
+            self.deliver(bar)
+            return (bar.phase & 1) != parity  # `phase` phases completed: the one of this parity is the last
+
+        def stuck() -> str:
+            bar = self.barrier(op, addr)
+            return (f"simulated deadlock: every role waits on an mbarrier phase that nothing completes (barrier at "
+                    f"shared byte {addr}: {bar.pending} arrivals and {bar.tx} bytes pending, parity {parity})")
+
         with self.cv:
-            while True:
-                if self.error is not None:
-                    raise self.error
-                bar = self.barrier(op, addr)
-                self.deliver(bar)
-                me = threading.get_ident()
-                if (bar.phase & 1) != parity:  # `phase` phases completed: the one of this parity is the last
-                    self.seen.pop(me, None)
-                    return
-                self.seen[me] = self.epoch
-                # a deadlock: every running role waits, and each has looked since the last change
-                if len(self.seen) >= self.running and all(e == self.epoch for e in self.seen.values()):
-                    self.error = error_at(op, f"simulated deadlock: every role waits on an mbarrier phase that "
-                                              f"nothing completes (barrier at shared byte {addr}: {bar.pending} "
-                                              f"arrivals and {bar.tx} bytes pending, parity {parity})")
-                    self.cv.notify_all()
-                    raise self.error
-                self.cv.wait(timeout=60)
+            self.block_until(op, done, stuck)
+
+    def block_until(self, op, done, stuck) -> None:
+        """Wait (with `cv` held) until `done()`; when every running thread waits and none has changed
+        anything since each last looked, a located deadlock error with the message `stuck()`."""
+        me = threading.get_ident()
+        while True:
+            if self.error is not None:
+                raise self.error
+            if done():
+                self.seen.pop(me, None)
+                return
+            self.seen[me] = self.epoch
+            if len(self.seen) >= self.running and all(e == self.epoch for e in self.seen.values()):
+                self.error = error_at(op, stuck())
+                self.cv.notify_all()
+                raise self.error
+            self.cv.wait(timeout=60)
 
 
 def hopper_of(st) -> Hopper:
