@@ -34,13 +34,20 @@ from dataclasses import dataclass
 
 from tilec.dialects import tile
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from .target_facts import target_facts
 
-__all__ = ["TileClusterPass", "CLUSTER_SIZE"]
+__all__ = ["CLUSTER_SIZE", "TileClusterPass"]
 
 CLUSTER_SIZE = 2
 _SYNC = (tile.MBarrierArriveOp, tile.MBarrierWaitParityOp, tile.MBarrierExpectTxOp, tile.TmaLoadOp)

@@ -28,7 +28,7 @@ __all__ = ["CLUSTER_HANDLERS", "RemotePointer", "run_clusters"]
 class RemotePointer:
     """A shared::cluster address: shared byte `pointer` of this block, in block `rank`."""
 
-    __slots__ = ("rank", "pointer")
+    __slots__ = ("pointer", "rank")
 
     def __init__(self, rank: int, pointer):
         self.rank, self.pointer = rank, pointer
@@ -128,6 +128,23 @@ CLUSTER_HANDLERS = {
 }
 
 
+def _one_block(run_block, block, hopper, errors: list) -> None:
+    """A cluster's block in its thread: an error stops the others' waits and is re-raised after."""
+    try:
+        run_block(block, hopper)
+    except BaseException as e:  # noqa: BLE001 - re-raised in the launching thread
+        errors.append(e)
+        with hopper.cv:
+            if hopper.error is None:
+                hopper.error = e
+            hopper.cv.notify_all()
+    finally:
+        with hopper.cv:
+            hopper.running -= 1
+            hopper.seen.pop(threading.get_ident(), None)
+            hopper.changed()
+
+
 def run_clusters(run_block, grid: tuple[int, int, int], cluster: tuple[int, int, int], threads: int,
                  smem_bytes: int) -> None:
     """Runs `run_block(block index, hopper)` for every block of `grid`, the blocks of each cluster of
@@ -150,23 +167,8 @@ def run_clusters(run_block, grid: tuple[int, int, int], cluster: tuple[int, int,
         for _, h in hoppers:
             h.peers = peers
         errors: list[BaseException] = []
-
-        def one(block, hopper):
-            try:
-                run_block(block, hopper)
-            except BaseException as e:  # noqa: BLE001 - re-raised in the launching thread
-                errors.append(e)
-                with hopper.cv:
-                    if hopper.error is None:
-                        hopper.error = e
-                    hopper.cv.notify_all()
-            finally:
-                with hopper.cv:
-                    hopper.running -= 1
-                    hopper.seen.pop(threading.get_ident(), None)
-                    hopper.changed()
-
-        workers = [threading.Thread(target=one, args=(b, h), daemon=True) for b, (_, h) in zip(blocks, hoppers)]
+        workers = [threading.Thread(target=_one_block, args=(run_block, b, h, errors), daemon=True)
+                   for b, (_, h) in zip(blocks, hoppers)]
         for w in workers:
             w.start()
         for w in workers:
