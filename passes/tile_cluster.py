@@ -14,8 +14,8 @@ Establishes: blocks whose grid indices differ only along one dimension `d` form 
   become `{cluster}` (one on each block's barrier) and the `empty` barriers count both blocks'
   arrivals. The dimension whose shared loads bring the most bytes is chosen.
 Fails: never; a warp-specialized kernel it leaves alone says why (`not_clustered`): a persistent
-  tile loop (its tile order does not pair the blocks yet), a grid extent that is not a constant
-  multiple of two, no load shared along a dimension, or a stage protocol (loop bounds, stage
+  tile loop (its tile order does not pair the blocks yet), a run-time grid extent, no grid extent
+  that is a multiple of two, no load shared along a dimension, or a stage protocol (loop bounds, stage
   indices) that differs between the blocks of a pair.
 
     tile.kernel (%bx, %by) in (%c16, %c32) threads [256, 1, 1] {
@@ -79,6 +79,8 @@ class _DependsOn:
         return found
 
     def op(self, op: Operation) -> bool:
+        if isinstance(op, tile.LoadOp) and not isinstance(op.source.type, tile.TensorType):
+            return True  # a value stored into a buffer and read back: its stores are not followed
         if any(self(o) for o in op.operands):
             return True
         return any(self(o) for inner in op.walk() if inner is not op for o in inner.operands)
@@ -130,6 +132,8 @@ def _cluster(kernel: tile.KernelOp, ws: tile.WarpSpecializeOp) -> str | None:
         return "a hand-written T.ws region: tilec does not know its stage protocol"
     loads = [op for op in ws.producer.walk() if isinstance(op, tile.TmaLoadOp)]
     extents = [tile.constant_index(g) for g in kernel.grid]
+    if None in extents:  # (the lowering pairs block indices over the whole grid)
+        return "a run-time grid extent"
     best, best_bytes, reason = None, 0, "no TMA load whose region is shared by two blocks of the grid"
     for d, (arg, extent) in enumerate(zip(kernel.body.block.args, extents)):
         if extent is None or extent % CLUSTER_SIZE:

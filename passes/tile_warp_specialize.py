@@ -274,13 +274,17 @@ def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, base:
     return producer_loop
 
 
-def arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue) -> None:
+def arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue, cluster: bool = False) -> None:
     """Lane 0 of each consumer warp arrives on `empty[stage]`: `wgmma.wait_group` is warp-aligned,
     so when lane 0 is past it its whole warp is done reading the stage (8 arrivals for 256
-    consumer threads instead of 256 shared-memory atomics)."""
+    consumer threads instead of 256 shared-memory atomics); `cluster` (tile-cluster's releases):
+    on the barrier of every block of the cluster."""
     lane = b.binary(arith.RemUIOp, b.add(tile.ThreadIdOp()), 32)
     first = b.add(arith.CmpiOp(lane, b.index(0), "eq"))
-    b.ops.append(scf.IfOp(first, [], Region(Block([tile.MBarrierArriveOp(empty, stage), scf.YieldOp()]))))
+    arrive = tile.MBarrierArriveOp(empty, stage)
+    if cluster:
+        arrive.attributes["cluster"] = UnitAttr()
+    b.ops.append(scf.IfOp(first, [], Region(Block([arrive, scf.YieldOp()]))))
 
 
 def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: tuple | None) -> None:

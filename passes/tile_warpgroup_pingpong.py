@@ -152,7 +152,7 @@ def _keep_second_in_flight(turns: _Turns, wait_s: tile.GemmWaitOp, final: tile.W
     b.ops.append(tile.GemmWaitOp(second.c, 0))  # its accumulator is read from here on
     later = Builder()
     previous = later.binary(arith.RemUIOp, later.binary(arith.AddiOp, arrive.index, stages - 1), stages)
-    arrive_per_warp(later, arrive.barrier, previous)
+    arrive_per_warp(later, arrive.barrier, previous, cluster=arrive.cluster is not None)  # (tile-cluster's)
     later.ops.append(scf.YieldOp())
     started = b.add(arith.CmpiOp(loop.induction_var, loop.lb, "ne"))
     b.ops.append(scf.IfOp(started, [], Region(Block(later.ops))))

@@ -198,6 +198,8 @@ class KernelOp(IRDLOperation):
         _require(len(shape) == len(self.grid) and all(c >= 1 for c in shape),
                  f"{self.name}: cluster needs one positive extent per grid dimension, got {list(shape)}")
         _require(math.prod(shape) <= 8, f"{self.name}: at most 8 blocks per cluster, got {list(shape)}")
+        _require(sum(c > 1 for c in shape) <= 1,  # multicast masks and remote arrivals address every block
+                 f"{self.name}: a cluster spans one grid dimension, got {list(shape)}")
         for c, g in zip(shape, self.grid):
             extent = constant_index(g)
             _require(extent is not None and extent % c == 0,

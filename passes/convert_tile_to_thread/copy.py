@@ -238,10 +238,6 @@ def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
         transfer(L, local_layout(dst.shape), dst.shape, src, dst)
     else:
         transfer(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
-    if src.kind == "shared":  # a TMA-filled stage read by the consumer: fenced before its release
-        from .proxy import fence_generic_reads_of_stages
-
-        fence_generic_reads_of_stages(L, op, op.src)
 
 
 def local_layout(shape) -> Layout:

@@ -1,7 +1,7 @@
 """`tile.gemm` dispatch: register operands are staged through shared memory (except wgmma's
 register A, which the RS form reads in place), then the kind tile-select-mma chose (wgmma,
-mma.sync) or the SIMT fallback lowers it; a non-wgmma gemm of TMA-filled stage views in a
-warp-specialized consumer is followed by the proxy fence (`proxy.py`).
+mma.sync) or the SIMT fallback lowers it (a non-wgmma gemm of TMA-filled stage views in a
+warp-specialized consumer makes the consumer's releases fence first: `proxy.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from .copy import barrier, scratch_view, transfer
 from .gemm_mma import lower_gemm_mma
 from .gemm_simt import lower_gemm_simt
 from .gemm_wgmma import lower_gemm_wgmma
-from .proxy import fence_generic_reads_of_stages
 from .registry import uniform
 
 _BY_KIND = {tile.MmaKind.WGMMA: lower_gemm_wgmma, tile.MmaKind.M16N8K16: lower_gemm_mma, None: lower_gemm_simt}
@@ -44,7 +43,5 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
         barrier(L)
     a, b = operands
     _BY_KIND[op.mma_kind](L, op, a, b, c)
-    if not wgmma:  # ldmatrix / ld.shared of a TMA-filled stage: fenced before the consumer releases it
-        fence_generic_reads_of_stages(L, op, op.a, op.b)
     if staged:
         barrier(L)  # the exchange area is free again only once every thread has read its operands

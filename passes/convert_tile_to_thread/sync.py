@@ -24,6 +24,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from tilec.dialects import nvvm, tile
 
+from . import proxy
 from .context import Lowerer
 from .copy import barrier
 from .memory import Index, View, element_bytes, memref_type, shared_ptr
@@ -70,6 +71,7 @@ def cluster_sync(L: Lowerer) -> None:
 
 @uniform(tile.MBarrierArriveOp)
 def _arrive(L: Lowerer, op: tile.MBarrierArriveOp) -> None:
+    proxy.fence_before_release(L, op)
     ptr = _barrier_ptr(L, op.barrier, op.index)
     if op.cluster is None:
         L.emit(nvvm.MBarrierArriveSharedOp.create(operands=[ptr], result_types=[i64]))

@@ -314,7 +314,13 @@ def _tma_load(op, c):
                                        f"{h.shared.size} bytes of shared memory (simulated)")
                 for t in targets:
                     t.check_async_write(op, where)
-                    t.barrier(op, int(bar_addr[lane])).queued.append((where, data))
+                    bar = t.barrier(op, int(bar_addr[lane]))
+                    if t is h:  # lands when someone waits: a reader that did not wait reads stale data
+                        bar.queued.append((where, data))
+                    else:  # another block's (multicast): lands now, under any reader not yet done
+                        t.shared[where] = data
+                        bar.tx -= data.size
+                        bar.complete_if_done()
             h.changed()
 
     return run

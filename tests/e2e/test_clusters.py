@@ -1,11 +1,11 @@
 """tile-cluster: pairs of blocks that share a TMA-loaded operand, loaded once by multicast, run on
 the simulator (the blocks of a cluster run together and write each other's shared memory; a
-stage released by one block only would be overwritten under the other's consumers or deadlock
-here) and, marked gpu, on an H100/H200."""
+release that does not reach both blocks' `empty` barriers deadlocks here) and, marked gpu, on an
+H100/H200."""
 
 import pytest
 import torch
-from kernel_cases import Case, _gemm_inputs, _gemm_ref, gemm_tiles, run_case
+from kernel_cases import Case, _attention_inputs, _attention_ref, _gemm_inputs, _gemm_ref, attention, gemm_tiles, run_case
 
 import tilec
 import tilec.language as T
@@ -70,6 +70,43 @@ def test_cluster_gemm_with_an_epilogue_on_the_simulator():
     a, b, bias = torch.randn(m, k).half(), torch.randn(k, n).half(), torch.randn(n).half()
     out = kernel(a, b, bias)
     ref = torch.relu(a.float() @ b.float() + bias.float())
+    assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_clusters_with_the_warpgroup_turns_on_the_simulator():
+    """tile-warpgroup-pingpong moves attention's stage release to the next iteration: the moved
+    release stays cluster-wide (else each block's `empty` got half its arrivals: a deadlock once a
+    stage is reused, S = 512 with two stages)."""
+    case = Case("cluster_attention_turns", attention(1, 1, 512, 64, False, 128, 128, 2, 256, "float16"), [3],
+                _attention_inputs(1, 1, 512, 64, "float16"), _attention_ref(False), tol=1e-2)
+    configs = {"tilec.cluster": True, "tilec.warpgroup_pingpong": True}
+    ir = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=configs).get_ir("tile-opt")
+    assert "multicast" in ir and "tile.warpgroup_wait_turn" in ir and "{cluster}" in ir
+    run_case(case, "sim", "cpu", pass_configs=configs)
+
+
+def test_a_run_time_grid_extent_is_not_clustered():
+    """A dynamic M: the lowering pairs block indices over a constant grid, so the pass declines."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((m, 128), T.float16), B: T.Tensor((128, 256), T.float16), C: T.Tensor((m, 256), T.float16)):
+        with T.Kernel(2, T.ceildiv(m, 128), threads=256) as (bx, by):
+            a = T.alloc_shared((128, 64), T.float16)
+            b = T.alloc_shared((64, 128), T.float16)
+            c = T.alloc_fragment((128, 128), T.float32)
+            T.clear(c)
+            for ko in T.Pipelined(2, num_stages=2):
+                T.copy(A[by * 128, ko * 64], a)
+                T.copy(B[ko * 64, bx * 128], b)
+                T.gemm(a, b, c)
+            T.copy(c, C[by * 128, bx * 128])
+
+    kernel = tilec.compile(main, out_idx=[2], target="sim", pass_configs=_ON)
+    assert 'not_clustered = "a run-time grid extent"' in kernel.get_ir("tile-opt")
+    a, b = torch.randn(256, 128).half(), torch.randn(128, 256).half()
+    out = kernel(a, b)
+    ref = a.float() @ b.float()
     assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
 
 

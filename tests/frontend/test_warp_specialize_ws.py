@@ -162,11 +162,11 @@ def test_a_ws_consumer_copy_of_a_stage_view_fences_its_reads_before_the_release(
 
 
 def test_the_simulator_reports_a_tma_load_over_unfenced_generic_reads(monkeypatch):
-    """Without the fence after the consumer's gemm, the producer's next TMA load into the released
-    stage is a write-after-read race across proxies: a located error at the T.tma_copy."""
-    from tilec.passes.convert_tile_to_thread import gemm
+    """Without the fence before the consumer's release, the producer's next TMA load into the
+    released stage is a write-after-read race across proxies: a located error at the T.tma_copy."""
+    from tilec.passes.convert_tile_to_thread import proxy
 
-    monkeypatch.setattr(gemm, "fence_generic_reads_of_stages", lambda *args: None)
+    monkeypatch.setattr(proxy, "fence_before_release", lambda *args: None)
     a, b = _operands(128, 128, 256)
     with pytest.raises(TilecError, match="TMA load over shared byte .* no fence.proxy.async.shared::cta") as e:
         tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim")(a, b)
@@ -294,4 +294,49 @@ def test_a_ws_kernel_whose_barriers_deadlock_is_a_located_error_on_the_interpret
     with pytest.raises(tilec.TilecError, match="deadlock: this mbarrier wait can never pass") as e:
         tilec.compile(ws_deadlock(), out_idx=[-1], target="interp")(a)
     line = next(i for i, text in enumerate(open(__file__), 1) if "T.barrier_wait(ready, 0)" in text and i > 240)
+    assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
+
+
+
+def ws_element_read(m=128, k=256, bm=128, bk=64, stages=2):
+    """A T.ws consumer that reads one element of each TMA-filled stage (no gemm, no copy): its
+    releases need the proxy fence as much as an ldmatrix reader's."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), C: T.Tensor((m // bm, k // bk), T.float16)):
+        with T.Kernel(1, T.ceildiv(m, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((stages, bm, bk), T.float16)
+            bars = T.alloc_barrier([128, 128] * stages)
+            for ko in range(T.ceildiv(k, bk)):
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages + stages], parity=((ko // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk], A_s[ko % stages, :, :],
+                               barrier=bars[ko % stages])
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages], parity=(ko // stages) % 2)
+                    C[by, ko] = A_s[ko % stages, 1, 2]
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages + stages])
+
+    return main
+
+
+def test_an_element_read_of_a_stage_is_fenced_before_its_release(monkeypatch):
+    """sim: the element of each stage; sm_90a: the fence between the consumer's ld.shared and its
+    release; without the fence, the simulator's located race error at the T.tma_copy."""
+    a = np.random.default_rng(1).standard_normal((256, 256)).astype(np.float16)
+    out = tilec.compile(ws_element_read(256, 256), out_idx=[-1], target="sim")(a)
+    assert np.array_equal(np.asarray(out), a.reshape(2, 128, 4, 64)[:, 1, :, 2])
+    ptx = tilec.compile(ws_element_read(256, 256), out_idx=[-1], target="sm_90a").get_kernel_source()
+    consumer = ptx[ptx.rindex("mbarrier.try_wait"):]
+    assert consumer.index("ld.shared") < consumer.index("fence.proxy.async.shared::cta") < \
+        consumer.index("mbarrier.arrive.shared")
+    from tilec.passes.convert_tile_to_thread import proxy
+
+    monkeypatch.setattr(proxy, "fence_before_release", lambda *args: None)
+    with pytest.raises(TilecError, match="TMA load over shared byte .* no fence.proxy.async.shared::cta") as e:
+        tilec.compile(ws_element_read(256, 256), out_idx=[-1], target="sim")(a)
+    lines = open(__file__).read().splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith("def ws_element_read"))
+    line = next(i for i in range(start, len(lines)) if "T.tma_copy(" in lines[i]) + 1
     assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
