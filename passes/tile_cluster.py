@@ -111,12 +111,9 @@ def _protocol_differs(ws: tile.WarpSpecializeOp, depends: _DependsOn) -> bool:
 
 
 def _splits(load: tile.TmaLoadOp) -> bool:
-    """Whether two blocks can each issue half of the load's boxes: an even number of 64-column
-    chunks, or chunks whose halves start at a swizzle-atom boundary (8 rows)."""
-    rows, cols = load.dst.type.shape[-2:]
-    alloc = load.dst.owner.source.owner if isinstance(load.dst.owner, tile.StageOp) else load.dst.owner
-    chunk = (alloc.chunk_columns if isinstance(alloc, tile.AllocOp) else 0) or cols
-    return (cols // chunk) % CLUSTER_SIZE == 0 or rows % (8 * CLUSTER_SIZE) == 0
+    """Whether the blocks of a pair can each issue half of the load's boxes (tile.multicast_bands)."""
+    rows = load.dst.type.shape[-2] if load.dst.type.rank >= 2 else 1
+    return tile.multicast_bands(rows, tile.tma_chunks(load.dst), CLUSTER_SIZE) is not None
 
 
 def _box_bytes(load: tile.TmaLoadOp) -> int:

@@ -111,6 +111,8 @@ from .sync import (
     TmaLoadOp,
     WaitTurnOp,
     WarpSpecializeOp,
+    multicast_bands,
+    tma_chunks,
     consumer_split,
 )
 from .turns import WarpgroupPassTurnOp, WarpgroupWaitTurnOp
@@ -194,6 +196,8 @@ Tile = Dialect(
 __all__ = [
     "ATOMIC_KINDS",
     "constant_index",
+    "multicast_bands",
+    "tma_chunks",
     "DYNAMIC",
     "GEMM_POLICIES",
     "LOOP_KINDS",

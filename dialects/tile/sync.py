@@ -50,13 +50,34 @@ from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_ty
 _INDEX = IndexType()
 
 
-def _check_clustered(op, what: str) -> None:
-    """`what` (a multicast load, a cluster-wide arrival) needs a kernel of clusters."""
+def multicast_bands(rows: int, chunks: int, blocks: int) -> int | None:
+    """How a multicast load of `chunks` 64-column chunks of `rows` rows divides among the `blocks`
+    of a cluster: 1 (whole chunks each), `blocks` (each chunk in row bands starting at a 128-byte
+    swizzle atom, 8 rows), or None (it does not divide)."""
+    if chunks % blocks == 0:
+        return 1
+    if rows % (8 * blocks) == 0:
+        return blocks
+    return None
+
+
+def _check_clustered(op, what: str) -> KernelOp | None:
+    """`what` (a multicast load, a cluster-wide arrival) needs a kernel of clusters (returned)."""
     kernel = op.parent_op()
     while kernel is not None and not isinstance(kernel, KernelOp):
         kernel = kernel.parent_op()
     _require(kernel is None or kernel.cluster_size > 1,
              f"{op.name}: {what} needs a tile.kernel with a cluster of two or more blocks")
+    return kernel
+
+
+def tma_chunks(dst: SSAValue) -> int:
+    """The 64-column chunks a TMA load into `dst` (a shared tile or a stage of one) issues, one box each."""
+    from .memory import AllocOp, StageOp
+
+    alloc = dst.owner.source.owner if isinstance(dst.owner, StageOp) else dst.owner
+    cols = tile_type(dst).shape[-1]
+    return cols // ((alloc.chunk_columns if isinstance(alloc, AllocOp) else 0) or cols)
 REGISTER_COUNTS = range(24, 257, 8)
 """setmaxnreg's register counts: 24 to 256 in steps of 8."""
 
@@ -244,7 +265,11 @@ class TmaLoadOp(IRDLOperation):
     def verify_(self) -> None:
         _check_index(self, self.barrier, self.index)
         if self.multicast is not None:
-            _check_clustered(self, "a multicast load")
+            kernel = _check_clustered(self, "a multicast load")
+            rows = tile_type(self.dst).shape[-2] if tile_type(self.dst).rank >= 2 else 1
+            _require(kernel is None or multicast_bands(rows, tma_chunks(self.dst), kernel.cluster_size) is not None,
+                     f"{self.name}: a multicast load must divide among the cluster's blocks by chunk or by row "
+                     f"bands of 8-row multiples")
         src, dst = tile_type(self.src), tile_type(self.dst)
         _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
         _require(src.element_type == dst.element_type,

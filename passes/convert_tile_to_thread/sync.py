@@ -149,10 +149,7 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     dtype = str(dst.element_type)
     row_dim = _row_dim(op.src.type.shape, rows)
     blocks = L.kernel.cluster_size if op.multicast is not None else 1
-    bands = 1 if chunks % blocks == 0 else blocks
-    if rows % bands or (bands > 1 and (rows // bands) % 8):
-        raise L.error(op, f"a multicast load of {chunks} chunk(s) of {rows} rows does not divide among "
-                          f"{blocks} blocks at swizzle-atom boundaries (8 rows)")
+    bands = tile.multicast_bands(rows, chunks, blocks)  # (the verifier checked that it divides)
     height = rows // bands
     box = [1] * len(src.offsets)
     box[row_dim], box[-1] = height, width
