@@ -18,6 +18,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    opt_result_def,
     prop_def,
     traits_def,
     var_operand_def,
@@ -367,9 +368,12 @@ class AtomicOp(IRDLOperation):
 
     With indices, `dst[indices]` is one element and `value` a scalar; without,
     `dst` and `value` are tiles of the same shape. `in_bounds`: as for `tile.region`.
+    `prev` (one element only, `return_prev=True`): the element's value just before this
+    update, as CUDA's `atomicAdd` returns it.
 
     ```mlir
     tile.atomic %C[%i], %v {kind = "add"} : !tile.tensor<64xf32>, f32
+    %old = tile.atomic %C[%i], %v {kind = "add"} : !tile.tensor<64xf32>, f32 -> f32
     ```
     """
 
@@ -379,9 +383,13 @@ class AtomicOp(IRDLOperation):
     value = operand_def()
     kind = prop_def(AtomicKindAttr | StringAttr)
     in_bounds = opt_prop_def(UnitAttr)
+    prev = opt_result_def()
 
-    def __init__(self, dst: SSAValue, indices: Sequence[SSAValue], value: SSAValue, kind: str):
-        super().__init__(operands=[dst, indices, value], properties={"kind": enum_attr(AtomicKindAttr, kind)})
+    def __init__(self, dst: SSAValue, indices: Sequence[SSAValue], value: SSAValue, kind: str,
+                 return_prev: bool = False):
+        results = [[tile_type(dst).element_type] if return_prev else []]
+        super().__init__(operands=[dst, indices, value], properties={"kind": enum_attr(AtomicKindAttr, kind)},
+                         result_types=results)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -392,6 +400,9 @@ class AtomicOp(IRDLOperation):
         printer.print_ssa_value(self.value)
         print_attr_dict(printer, self)
         print_types(printer, [self.dst, self.value])
+        if self.prev is not None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.prev.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> AtomicOp:
@@ -401,8 +412,9 @@ class AtomicOp(IRDLOperation):
         value = parser.parse_unresolved_operand()
         props, attrs = parse_attr_dict(parser, cls, {"kind": AtomicKindAttr})
         dst, value = parse_types(parser, [dst, value])
+        results = [parser.parse_type()] if parser.parse_optional_punctuation("->") else []
         indices = [parser.resolve_operand(i, IndexType()) for i in indices]
-        op = cls.create(operands=[dst, *indices, value], properties=props)
+        op = cls.create(operands=[dst, *indices, value], properties=props, result_types=results)
         op.attributes |= attrs
         return op
 
@@ -412,7 +424,10 @@ class AtomicOp(IRDLOperation):
         _require(dst.scope in ("global", "shared"), f"{self.name}: dst must be global or shared, got {dst.scope}")
         if self.indices:
             verify_access(self, self.dst, self.indices, self.value.type, "updates")
+            _require(self.prev is None or self.prev.type == dst.element_type,
+                     f"{self.name}: prev must be of dst's element type {dst.element_type}")
             return
+        _require(self.prev is None, f"{self.name}: prev is one element's value: a tile-wide atomic has none")
         _require_tile(self, self.value, "value")
         _require(squeezed(tile_type(self.value).shape) == squeezed(dst.shape),
                  f"{self.name}: shapes differ: value {tile_type(self.value).shape} vs dst {dst.shape}")

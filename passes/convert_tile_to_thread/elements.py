@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import SSAValue
 
 from tilec.dialects import tile
+from tilec.dialects.arith_utils import is_float
 
 from tilec.passes.analysis import constant_value
 from tilec.passes.tile_infer_layout import layout_of
@@ -136,8 +139,60 @@ def _atomic(L: Lowerer, op: tile.AtomicOp, lanes: Lanes | None) -> None:
         return
     view = L.views[op.dst]
     leader = lanes.leader if lanes is not None else None  # each iteration once, not once per replica
+    if op.prev is not None:
+        if leader is not None and not _leader_only(L, op.prev):
+            raise L.error(op, "T.atomic_*(return_prev=True) inside a T.Parallel whose iterations are replicated over "
+                              "threads is not supported by the CUDA target where its old value reaches more than "
+                              "stores to global or shared memory (one replica updates; the others do not see the value)",
+                          hint="store the old value to a global or shared buffer, or use return_prev outside T.Parallel")
+        for lane in lane_maps(L, lanes):
+            index = [lane.get(i) for i in op.indices]
+            lane[op.prev] = _atomic_prev(L, op.kind.data, view, index, lane.get(op.value), leader)
+        return
     for lane in lane_maps(L, lanes):
         atomic(L, op.kind.data, view, [lane.get(i) for i in op.indices], lane.get(op.value), leader)
+
+
+def _leader_only(L: Lowerer, value: SSAValue) -> bool:
+    """Whether `value` only reaches (through arithmetic and loads) stores and atomics into global or
+    shared memory, which a replicated T.Parallel leaves to its replica leader: the other replicas'
+    copies of the value are then never observed."""
+    seen, todo = set(), [value]
+    while todo:
+        v = todo.pop()
+        for use in v.uses:
+            user = use.operation
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if isinstance(user, tile.StoreOp | tile.AtomicOp):
+                target = user.dest if isinstance(user, tile.StoreOp) else user.dst
+                if L.views[target].kind not in ("global", "shared"):
+                    return False
+                todo.extend(user.results)
+            elif isinstance(user, tile.LoadOp) or user.dialect_name() in ("arith", "math"):
+                todo.extend(user.results)
+            else:
+                return False
+    return True
+
+
+def _atomic_prev(L: Lowerer, kind: tile.AtomicKind, view: View, index: list, value: SSAValue,
+                 leader: SSAValue | None) -> SSAValue:
+    """One `memref.atomic_rmw` whose result (the element's old value) is kept; 0 where the element
+    lies outside its global tensor or the thread is not its replica's leader (no update happens there)."""
+    value = L.convert(value, view.element_type)
+    addr = L.ssa(L.flat(view, index))
+    code = tile.atomic_rmw_kind(kind, is_float(view.element_type))
+    guard = L.in_bounds(view, index)
+    if leader is not None:
+        guard = leader if guard is None else L.emit(arith.AndIOp(guard, leader)).results[0]
+
+    def emit_rmw():
+        return L.emit(memref.AtomicRMWOp.create(operands=[value, view.mem, addr], result_types=[value.type],
+                                                properties={"kind": IntegerAttr(int(code), i64)})).results[0]
+
+    return L._guarded(guard, value.type, emit_rmw, lambda: L.const(0, view.element_type))
 
 
 @element(tile.DimOp)

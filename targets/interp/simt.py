@@ -230,10 +230,25 @@ def _atomic(op, c):
         n = _lanes(st)
         idx, v = np.broadcast_to(idx, (n,)), np.broadcast_to(v, (n,))
         keep = np.ones(n, bool) if st.mask is None else st.mask
+        v = v.astype(mem.array.dtype, copy=False)
+        if r.first_use is not None:
+            st.env[r] = _old_values(mem.array, idx, v, keep, ufunc)
         ufunc.at(mem.array, idx[keep], v[keep])
-        st.env[r] = v
 
     return run
+
+
+def _old_values(array: np.ndarray, idx: np.ndarray, v: np.ndarray, keep: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """Each thread's old value of its element (what `atomicAdd` returns): threads that update the same
+    element take turns in thread order, each seeing the ones before it."""
+    prev = np.zeros(idx.shape, array.dtype)
+    lanes = np.flatnonzero(keep)
+    prev[lanes] = array[idx[lanes]]
+    _, group = np.unique(idx[lanes], return_inverse=True)
+    for g in np.flatnonzero(np.bincount(group.ravel()) > 1):
+        turn = lanes[group.ravel() == g]
+        prev[turn] = ufunc.accumulate(np.concatenate([prev[turn[:1]], v[turn[:-1]]]))
+    return prev
 
 
 def _thread_id(op, c):

@@ -280,7 +280,7 @@ def _scan(accumulate):
 
 
 def _atomic(op, c):
-    dst, indices, value = op.dst, tuple(op.indices), op.value
+    dst, indices, value, prev = op.dst, tuple(op.indices), op.value, op.prev
     ufunc = _ATOMIC_UFUNCS[op.kind.data]
 
     def run_elements(st):
@@ -288,13 +288,38 @@ def _atomic(op, c):
         v = env[value]
         if st.lanes is not None:  # inside T.Parallel every iteration applies it, also when nothing varies
             v = np.broadcast_to(v, np.broadcast_shapes(np.shape(v), *(lane.shape for lane in st.lanes)))
-        atomic_at(env[dst], [env[i] for i in indices], v, st.mask, ufunc, op)
+        where = [env[i] for i in indices]
+        if prev is not None:
+            env[prev] = _old_values(env[dst], where, v, st.mask, ufunc, op)
+        atomic_at(env[dst], where, v, st.mask, ufunc, op)
 
     def run_tile(st):
         d, v = _tile_operand(st, op, dst), _tile_operand(st, op, value)
         d.combine(ufunc, v.read().reshape(d.shape))
 
     return run_elements if indices else run_tile
+
+
+def _old_values(t: Tile, where: list, v, mask, ufunc: np.ufunc, op):
+    """Each lane's old value of its element (`return_prev=True`) for the update about to be applied:
+    lanes that update the same element take turns in lane order, each seeing the ones before it;
+    0 on inactive lanes and outside a global tensor (as no update happens there)."""
+    old = gather(t, where, mask, op)
+    shape = np.broadcast_shapes(np.shape(old), np.shape(v), *(np.shape(i) for i in where),
+                                np.shape(mask) if mask is not None else ())
+    if shape == ():
+        return old
+    dtype = np.asarray(old).dtype
+    prev = np.array(np.broadcast_to(old, shape), dtype=dtype).ravel()
+    vals = np.broadcast_to(np.asarray(v), shape).astype(dtype, copy=False).ravel()
+    active = np.ones(prev.size, bool) if mask is None else np.broadcast_to(mask, shape).ravel()
+    keys = np.stack([np.broadcast_to(i, shape).ravel() for i in where] or [np.zeros(prev.size, np.int64)], axis=1)
+    lanes = np.flatnonzero(active)
+    _, group = np.unique(keys[lanes], axis=0, return_inverse=True)
+    for g in np.flatnonzero(np.bincount(group.ravel()) > 1):  # colliding lanes: a running combine
+        turn = lanes[group.ravel() == g]
+        prev[turn] = ufunc.accumulate(np.concatenate([prev[turn[:1]], vals[turn[:-1]]]))
+    return prev.reshape(shape)
 
 
 # --- annotations, synchronization, debugging -------------------------------------------------

@@ -300,12 +300,12 @@ def list_comprehension_of_runtime_values():
     build_prim_func(main)
 
 
-@case("unsupported Python construct `Break` in a kernel", hint="`if`")
+@case("`break` in a T.Parallel loop is not supported", hint="`if`")
 def break_statement():
     @T.prim_func
     def main(A: T.Tensor((64,), T.float32)):
         with T.Kernel(1, threads=64) as bx:
-            for k in T.serial(4):
+            for k in T.Parallel(64):
                 break  # ERR
 
     build_prim_func(main)

@@ -53,10 +53,9 @@ def binding_on_a_bad_axis():
 
 def atomic_return_prev():
     @T.prim_func
-    def main(X: T.Tensor((128,), T.int32), Y: T.Tensor((128,), T.int32)):
+    def main(X: T.Tensor((128,), T.float32), Y: T.Tensor((128,), T.float32)):
         with T.Kernel(1, threads=128) as bx:
-            for i in T.Parallel(128):
-                Y[i] = T.atomic_add(X[0], 1, return_prev=True)  # marker: return_prev
+            T.atomic_addx2(X[0], Y[0], return_prev=True)  # marker: return_prev
 
     return main
 
@@ -94,7 +93,7 @@ def parallel_prefer_async_not_a_bool():
     (sync_count_without_id, r"T.sync_threads\(arrive_count=...\) needs the barrier_id", "count without id"),
     (sync_id_out_of_range, r"barrier_id must be in \[0, 16\).*got 16", "id 16"),
     (binding_on_a_bad_axis, "T.thread_binding binds a thread axis", "bad axis"),
-    (atomic_return_prev, r"return_prev=True\) is not supported yet", "return_prev"),
+    (atomic_return_prev, r"T.atomic_addx2\(return_prev=True\) is not supported yet", "return_prev"),
     (atomic_x4_of_a_tile, "T.atomic_addx4 takes the first of 4 elements", "x4 of a tile"),
     (parallel_annotations_not_a_dict, r"annotations=\.\.\.\) takes a dict, got", "annotations"),
     (parallel_prefer_async_not_a_bool, r"prefer_async=\.\.\.\) takes True or False", "prefer_async"),

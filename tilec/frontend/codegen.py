@@ -26,7 +26,7 @@ from tilec.errors import SourceLoc, TilecError
 from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
-from . import calls
+from . import calls, loop_exits
 from .custom_layout import physical_indices
 from .semantic import Builder, describe, is_compile_time
 from .values import Access, BarrierRef, Scalar, SliceIndex, TileRef, VarRef
@@ -40,8 +40,6 @@ _PY_COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt:
                ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
 _UNSUPPORTED_HINTS = {
     "While": "use `for k in T.serial(n)` with a bound, or T.Pipelined",
-    "Break": "restructure the loop with an `if` around its body",
-    "Continue": "put the rest of the loop body under an `if`",
     "Lambda": "define a @T.macro function instead",
     "Try": "kernels cannot raise or catch exceptions; use T.device_assert",
     "Raise": "use T.device_assert(cond, msg) inside kernels",
@@ -453,7 +451,15 @@ class KernelVisitor(ast.NodeVisitor):
                 for a in iterable.args:
                     args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
                 kwargs = {k.arg: self.visit(k.value) for k in iterable.keywords}
-                calls.emit_loop(self, node, "serial" if func is range else calls.builtin_name(func), args, kwargs)
+                kind = "serial" if func is range else calls.builtin_name(func)
+                if not loop_exits.exits_of(node.body):
+                    calls.emit_loop(self, node, kind, args, kwargs)
+                    return
+                node, flag = loop_exits.prepare(self, node, kind)
+                try:
+                    calls.emit_loop(self, node, kind, args, kwargs)
+                finally:
+                    loop_exits.release(self, flag)
                 return
         values = self.visit(iterable)
         if not isinstance(values, list | tuple | range):
@@ -484,6 +490,16 @@ class KernelVisitor(ast.NodeVisitor):
         if isinstance(value, Access):
             value = self.rvalue(value)
         self.frame.returned.append(value)
+
+    def visit_Break(self, node: ast.Break) -> None:
+        raise self.b.error("`break` leaves only a run-time loop (T.serial, range, T.unroll) here",
+                           hint="a loop over a Python sequence is unrolled at compile time: guard the rest of its "
+                                "body with an `if`")
+
+    def visit_Continue(self, node: ast.Continue) -> None:
+        raise self.b.error("`continue` leaves only a run-time loop (T.serial, range, T.unroll) here",
+                           hint="a loop over a Python sequence is unrolled at compile time: guard the rest of its "
+                                "body with an `if`")
 
     def visit_Pass(self, node: ast.Pass) -> None:
         pass  # nothing to build

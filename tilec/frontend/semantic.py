@@ -54,6 +54,12 @@ _UNSIGNED = {"//": arith.DivUIOp, "%": arith.RemUIOp, ">>": arith.ShRUIOp}
 """The ops that differ for unsigned integers (the rest compute the same bits)."""
 
 
+def _signed_bits(value: int, width: int) -> int:
+    """`value`'s low `width` bits read as a signed integer (how a signless constant holds them)."""
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
 def _is_unsigned(typ) -> bool:
     return isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED
 
@@ -129,6 +135,13 @@ class Builder:
                     raise self.error(f"{value} is not an integer, but an integer of type {typ} is needed here")
                 value = int(value)
             _check_fits(self, int(value), typ)
+            if _is_unsigned(typ):  # arith's constants are signless: the same bits, bitcast
+                plain = IntegerType(typ.width.data)
+                bits = self.emit(arith.ConstantOp(IntegerAttr(_signed_bits(int(value), plain.width.data), plain),
+                                                  plain)).results[0]
+                result = self.emit(arith.BitcastOp(bits, typ)).results[0]
+                self.constants[result] = value
+                return result
             attr = IntegerAttr(int(value), typ)
         else:
             attr = FloatAttr(float(value), typ)

@@ -8,7 +8,7 @@ from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
 
 from ..custom_layout import copy_elementwise, laid_out
-from ..values import Access, TileRef
+from ..values import Access, Scalar, TileRef
 from .operands import explicit_shape, region, require_kernel
 from .registry import handles_each
 
@@ -17,8 +17,6 @@ from .registry import handles_each
 def atomic(_, kind: str):
     def handler(v, dst, value, memory_order, return_prev, use_tma):
         require_kernel(v, f"T.atomic_{kind}")
-        if return_prev:
-            raise v.b.error(f"T.atomic_{kind}(return_prev=True) is not supported yet")
         if memory_order not in (None, "relaxed"):
             raise v.b.error(f"T.atomic_{kind}(memory_order={memory_order!r}) is not supported: tilec's atomics "
                             "are relaxed", hint="use memory_order='relaxed' (or none) and order with T.sync_threads")
@@ -31,8 +29,12 @@ def atomic(_, kind: str):
             indices = [v.index_ssa(i) for i in v.element_indices(dst)]
             ssa = v.b.to_ssa(value, dst.tile.type.element_type)
             v.check_fragment_write(dst.tile, indices)
-            v.b.emit(tile.AtomicOp(dst.tile.ssa, indices, ssa, kind))
-            return
+            op = v.b.emit(tile.AtomicOp(dst.tile.ssa, indices, ssa, kind, return_prev=bool(return_prev)))
+            return Scalar(op.prev) if return_prev else None
+        if return_prev:
+            raise v.b.error(f"T.atomic_{kind}(return_prev=True) returns one element's old value: its destination "
+                            "must be one element (`X[i]`) and its value a scalar",
+                            hint="update a tile element by element to read each old value")
         require_kernel(v, f"a tile-wide T.atomic_{kind}", whole_tiles=True)
         if laid_out(v, dst) is not None or laid_out(v, value) is not None:
             copy_elementwise(v, value, dst, atomic=kind)
