@@ -340,3 +340,35 @@ def test_an_element_read_of_a_stage_is_fenced_before_its_release(monkeypatch):
     start = next(i for i, text in enumerate(lines) if text.startswith("def ws_element_read"))
     line = next(i for i in range(start, len(lines)) if "T.tma_copy(" in lines[i]) + 1
     assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
+
+
+def ws_parallel_consumer(m=128, k=192, bm=64, bk=32, stages=2):
+    """A T.Parallel over a TMA-filled stage in the T.ws consumer (it used to fail its verifier:
+    the role was built outside the kernel)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), C: T.Tensor((m, k), T.float16)):
+        with T.Kernel(T.ceildiv(m, bm), threads=256) as by:
+            A_s = T.alloc_shared((stages, bm, bk), T.float16)
+            bars = T.alloc_barrier([128, 128] * stages)
+            for ko in range(T.ceildiv(k, bk)):
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages + stages], parity=((ko // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk], A_s[ko % stages, :, :],
+                               barrier=bars[ko % stages])
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % stages], parity=(ko // stages) % 2)
+                    for i, j in T.Parallel(bm, bk):
+                        C[by * bm + i, ko * bk + j] = A_s[ko % stages, i, j] * 2.0
+                    T.mbarrier_arrive(mbarrier=bars[ko % stages + stages])
+
+    return main
+
+
+def test_a_parallel_loop_in_a_ws_consumer():
+    a = np.random.default_rng(2).standard_normal((128, 192)).astype(np.float16)
+    out = tilec.compile(ws_parallel_consumer(), out_idx=[-1], target="sim")(a)
+    assert np.array_equal(np.asarray(out), a * np.float16(2))
+    ptx = tilec.compile(ws_parallel_consumer(), out_idx=[-1], target="sm_90a").get_kernel_source()
+    assert "fence.proxy.async.shared::cta" in ptx[ptx.rindex("mbarrier.try_wait"):]

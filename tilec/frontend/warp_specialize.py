@@ -223,23 +223,23 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
         raise v.b.error(f"in a kernel with T.ws blocks, {op.name} outside them is not supported: each statement "
                         "that computes belongs to a warpgroup", hint="put it in a `with T.ws(k):` block")
     rest = stmts[first:]
-    regions = []
+    # the roles are built in place, inside the kernel (ops that verify where they stand, such as
+    # T.Parallel's, see their kernel)
+    split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP))
     v.frame.names["_tl_serial"] = T.serial
     try:
-        for role, k in (("producer", producer), ("consumer", consumer)):
-            block = Block()
+        for (role, k), region in zip((("producer", producer), ("consumer", consumer)), (split.producer, split.consumer)):
             state = v.ws = WsState(role)
-            with v.runtime_region(block, carried=False):
+            with v.runtime_region(region.block, carried=False):
                 v.visit_body(_project(v, rest, k))
             if state.pending:
                 raise v.b.error("T.tma_copy(..., barrier=b) in the T.ws producer must be followed by "
                                 "T.barrier_arrive(b) in the same block (the warpgroup's arrivals)")
-            regions.append(block)
     finally:
         v.ws = None
         v.frame.names.pop("_tl_serial", None)
-    check_producer(v, regions[0])
-    v.b.emit(tile.WarpSpecializeOp(regions[0], regions[1], WARPGROUP))
+    check_producer(v, split.producer.block)
+    v.b.verify(split)
 
 
 def check_producer(v, block: Block) -> None:
