@@ -111,6 +111,12 @@ def manifest(kernel, image: str) -> dict:
     """
     from tilec.compiler.launch import ARG_KINDS
     from tilec.language.program import Symbol
+    from tilec.language.structure import SizeExpr
+
+    def dim(d):  # an int, a size's name, or {"op", "args"} over those (`seq_len * 32`)
+        if isinstance(d, SizeExpr):
+            return {"op": d.op, "args": [dim(a) for a in d.args]}
+        return d.name if isinstance(d, Symbol) else d
 
     spec, program = kernel._backend.spec, kernel.program
     return {
@@ -121,7 +127,7 @@ def manifest(kernel, image: str) -> dict:
         "block": list(spec.block),
         "dynamic_shared_memory_bytes": spec.smem_bytes,
         "params": [{"name": p.name, "dtype": p.dtype.name, "output": p.is_output,
-                    "shape": [d.name if isinstance(d, Symbol) else d for d in p.shape]} for p in program.params],
+                    "shape": [dim(d) for d in p.shape]} for p in program.params],
         "args": [ARG_KINDS[kind].manifest(v) for kind, v in spec.args],
         "grid": {"steps": spec.grid.program, "outputs": spec.grid.outputs},
     }

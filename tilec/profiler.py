@@ -161,9 +161,9 @@ class Profiler:
         return [p for p in self.kernel.params if not p.is_output]
 
     def _make(self, param):
-        from tilec.language.structure import Symbol
+        from tilec.language.structure import is_symbolic
 
-        if param.shape is None or any(isinstance(d, Symbol) for d in param.shape):
+        if param.shape is None or any(is_symbolic(d) for d in param.shape):
             raise TilecError(f"{self.kernel.program.name}: the profiler needs static shapes, but `{param.name}` "
                              f"has shape {param.shape}", loc=self.kernel.program.loc,
                              hint="pass input_tensors=[...] to do_bench / assert_allclose / run_once")

@@ -10,6 +10,7 @@ import numpy as np
 
 from tilec.errors import TilecError
 from tilec.language.program import Symbol
+from tilec.language.structure import SizeExpr
 
 
 def _is_torch(x) -> bool:
@@ -83,7 +84,7 @@ def _signature(kernel) -> tuple[list[int], list[int], list[bool]]:
     if sig is None:
         params = kernel.params
         sig = ([i for i, p in enumerate(params) if not p.is_output], [i for i, p in enumerate(params) if p.is_output],
-               [p.shape is not None and not any(isinstance(d, Symbol) for d in p.shape) for p in params])
+               [p.shape is not None and not any(isinstance(d, Symbol | SizeExpr) for d in p.shape) for p in params])
         kernel._signature = sig
     return sig
 
@@ -101,6 +102,7 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
         raise TilecError(f"{name} takes {len(inputs)} input tensor(s) (or all {len(params)} parameters), "
                          f"got {len(args)}", loc=kernel.program.loc)
     sizes: dict[str, int] = {}
+    exprs: list = []  # dimensions that are expressions of sizes: bound and checked once the plain ones are
     for i, t in given.items():
         p = params[i]
         if p.shape is None:
@@ -124,10 +126,38 @@ def bind_arguments(kernel, args: list) -> tuple[list, list, dict]:
                 if sizes.setdefault(want.name, got) != got:
                     raise TilecError(f"{name}: size {want.name} is {sizes[want.name]} from an earlier tensor "
                                      f"but {got} from `{p.name}`", loc=kernel.program.loc)
+            elif isinstance(want, SizeExpr):
+                exprs.append((want, got, p))
             elif want != got:
                 raise TilecError(f"{name}: argument {i} (`{p.name}`) must have shape {tuple(p.shape)}, "
                                  f"got {shape}", loc=kernel.program.loc)
+    if exprs:
+        _bind_expressions(kernel, exprs, sizes)
     return given, missing, sizes
+
+
+def _bind_expressions(kernel, exprs: list, sizes: dict) -> None:
+    """Sizes that are expressions of T.dynamic sizes (`seq_len * 32`): an affine one of a size no
+    plain dimension bound binds it (seq_len = 4096 / 32), then each must equal its tensor's extent."""
+    name, loc = kernel.program.name, kernel.program.loc
+    for want, got, p in exprs:
+        form = want.affine()
+        if form is None or form[0].name in sizes:
+            continue
+        sym, a, b = form
+        if (got - b) % a or (got - b) // a < 0:
+            raise TilecError(f"{name}: a dimension of `{p.name}` is {want!r}, but {got} is not {a} * "
+                             f"{sym.name} + {b} for any size {sym.name}", loc=loc)
+        sizes[sym.name] = (got - b) // a
+    for want, got, p in exprs:
+        try:
+            value = want.evaluate(sizes)
+        except KeyError as e:
+            raise TilecError(f"{name}: a dimension of `{p.name}` is {want!r}, whose size {e.args[0]} no tensor "
+                             f"binds", loc=loc, hint=f"give a tensor a plain dimension {e.args[0]}") from None
+        if value != got:
+            raise TilecError(f"{name}: a dimension of `{p.name}` is {want!r} = {value}, got {got}", loc=loc)
+        sizes[repr(want)] = got  # the kernel's size argument of that dimension (compiler/lower.py)
 
 
 SCALAR_SIZE_PREFIX = "%"
@@ -157,7 +187,13 @@ def scalar_argument(kernel, i: int, value, sizes: dict):
 def output_shape(param, sizes: dict, loc) -> tuple[int, ...]:
     shape = []
     for d in param.shape:
-        if isinstance(d, Symbol):
+        if isinstance(d, SizeExpr):
+            try:
+                d = d.evaluate(sizes)
+            except KeyError as e:
+                raise TilecError(f"the size {e.args[0]} of output `{param.name}` is not bound by any input",
+                                 loc=loc) from None
+        elif isinstance(d, Symbol):
             if d.name not in sizes:
                 raise TilecError(f"the size {d.name} of output `{param.name}` is not bound by any input", loc=loc)
             d = sizes[d.name]

@@ -420,7 +420,11 @@ def program_fingerprint(program) -> str:
 
 def program_to_json(program) -> dict:
     """A KernelProgram's calling convention (not its IR) as JSON."""
+    from tilec.language.structure import SizeExpr
+
     def dim(d):
+        if isinstance(d, SizeExpr):  # `seq_len * 32`
+            return {"op": d.op, "args": [dim(a) for a in d.args]}
         return d if isinstance(d, int) else {"symbol": d.name, "dynamic": d.dynamic, "dtype": d.dtype}
 
     return {
@@ -450,9 +454,14 @@ def program_from_json(data: dict, module=None):
     from tilec.errors import SourceLoc
     from tilec.language.program import Symbol
 
+    from tilec.language.structure import SizeExpr
+
     def dim(d):
         if _is(d, int):
             return d
+        if _is(d, dict) and "op" in d:
+            _expect(_is(d["op"], str) and _is(d.get("args"), list), f"size {d!r}")
+            return SizeExpr(d["op"], tuple(dim(a) for a in d["args"]))
         _expect(_is(d, dict) and _is(d.get("symbol"), str) and _is(d.get("dynamic"), bool)
                 and _is(d.get("dtype"), str), f"size {d!r}")
         return Symbol(d["symbol"], d["dynamic"], d["dtype"])

@@ -164,8 +164,8 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     pairs = kfunc.attributes["tilec.sizes"].get_values()
     args: list = [("tensor" if p.shape is not None else "scalar", i) for i, p in enumerate(program.params)]
     for i in range(0, len(pairs), 2):
-        sym = program.params[pairs[i]].shape[pairs[i + 1]]
-        args.append(("size", sym.name))
+        sym = program.params[pairs[i]].shape[pairs[i + 1]]  # a Symbol, or a SizeExpr (the runtime keys it by its text)
+        args.append(("size", sym.name if hasattr(sym, "name") else str(sym)))
     maps = kfunc.attributes.get("tilec.tensor_maps")  # TMA descriptors, appended by the lowering
     for m in maps.data if maps is not None else ():
         d = m.data

@@ -16,8 +16,8 @@ import ast
 import inspect
 import operator
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
@@ -26,7 +26,7 @@ from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.dtypes import is_pointer
-from tilec.language.structure import AnnotationError, PrimFunc, Symbol, Tensor
+from tilec.language.structure import AnnotationError, PrimFunc, SizeExpr, Symbol, Tensor
 
 from .codegen import Frame, KernelVisitor, parse_function
 from .semantic import Builder, describe
@@ -109,6 +109,11 @@ class _ProgramBuilder:
                 d = self.symbols_by_ssa()[d.ssa]
             if isinstance(d, Symbol):
                 dims.append(d)
+            elif isinstance(d, SizeExpr):  # `seq_len * 32`: the call's tensor binds or checks it
+                if not d.symbols() or not all(x.dynamic for x in d.symbols()):
+                    raise v.b.error(f"tensor `{name}`: size {d!r} must be an expression of T.dynamic sizes",
+                                    hint="write T.const sizes as numbers (they are known when the kernel is built)")
+                dims.append(d)
             elif isinstance(d, int) and not isinstance(d, bool):
                 if d <= 0:
                     raise v.b.error(f"tensor `{name}`: sizes must be positive, got {d}" + self._size_origin(d),
@@ -116,8 +121,8 @@ class _ProgramBuilder:
                 dims.append(d)
             else:
                 raise v.b.error(f"tensor `{name}`: sizes must be integers, T.const or T.dynamic, got {d!r}")
-        arg = self.block.insert_arg(tile.TensorType([tile.DYNAMIC if isinstance(d, Symbol) else d for d in dims],
-                                                     dtype.ir), len(self.block.args))
+        arg = self.block.insert_arg(tile.TensorType([tile.DYNAMIC if isinstance(d, Symbol | SizeExpr) else d
+                                                      for d in dims], dtype.ir), len(self.block.args))
         arg.name_hint = name if name.isidentifier() and not is_output else None
         self.params.append(Param(name, dtype, tuple(dims), is_output))
         ref = TileRef(arg, name)
@@ -126,7 +131,21 @@ class _ProgramBuilder:
                 dim = v.b.emit(tile.DimOp(arg, axis)).results[0]
                 dim.name_hint = d.name
                 self.symbols.setdefault(d.name, Scalar(dim))
+        for axis, d in enumerate(dims):
+            if isinstance(d, SizeExpr):
+                dim = v.b.emit(tile.DimOp(arg, axis)).results[0]
+                form = d.affine()
+                if form is not None and form[0].name not in self.symbols:  # a * s + b: s = (dim - b) / a
+                    self.symbols[form[0].name] = Scalar(self._solve(v, dim, form[1], form[2]))
         return ref
+
+    def _solve(self, v, dim, a: int, b: int):
+        """(dim - b) / a as an index value (the launcher checked that it divides)."""
+        def const(n):
+            return v.b.emit(arith.ConstantOp(IntegerAttr(n, IndexType()), IndexType())).results[0]
+
+        value = dim if b == 0 else v.b.emit(arith.SubiOp(dim, const(b))).results[0]
+        return value if a == 1 else v.b.emit(arith.DivSIOp(value, const(a))).results[0]
 
     def add_scalar(self, v, name: str, dtype: DType) -> Scalar:
         """A scalar parameter (`max_seqlen: T.int32`): passed by value at each call, a run-time value

@@ -58,6 +58,58 @@ class SizeExpr(_Arith):
         return f"({self.args[0]!r} {self.op} {self.args[1]!r})" if len(self.args) == 2 and not self.op.isalpha() \
             else f"{self.op}({a})"
 
+    def symbols(self) -> list[Symbol]:
+        """The Symbols the expression reads, each once."""
+        found: list[Symbol] = []
+        for a in self.args:
+            for s in (a.symbols() if isinstance(a, SizeExpr) else [a] if isinstance(a, Symbol) else []):
+                if s not in found:
+                    found.append(s)
+        return found
+
+    def evaluate(self, sizes: dict[str, int]) -> int:
+        """Its value once every symbol has one in `sizes` (a KeyError names the first that has not)."""
+        vals = [a.evaluate(sizes) if isinstance(a, SizeExpr) else sizes[a.name] if isinstance(a, Symbol) else a
+                for a in self.args]
+        return _SIZE_OPS[self.op](*vals)
+
+    def affine(self) -> tuple[Symbol, int, int] | None:
+        """(s, a, b) when the expression is a * s + b of one symbol s and integers a != 0, b."""
+        form = _affine(self)
+        if form is None or form[0] is None or form[1] == 0:
+            return None
+        return form
+
+
+_SIZE_OPS = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+             "//": lambda x, y: x // y, "%": lambda x, y: x % y, "/": lambda x, y: x // y,
+             "ceildiv": lambda x, y: -(-x // y), "max": max, "min": min}
+
+
+def _affine(e):
+    """(symbol or None, a, b): e = a * symbol + b, or None when it is not affine in one symbol."""
+    if isinstance(e, bool):
+        return None
+    if isinstance(e, int):
+        return None, 0, e
+    if isinstance(e, Symbol):
+        return e, 1, 0
+    if not isinstance(e, SizeExpr) or e.op not in ("+", "-", "*") or len(e.args) != 2:
+        return None
+    x, y = _affine(e.args[0]), _affine(e.args[1])
+    if x is None or y is None or (x[0] is not None and y[0] is not None and x[0] != y[0]):
+        return None
+    sym = x[0] if x[0] is not None else y[0]
+    if e.op == "+":
+        return sym, x[1] + y[1], x[2] + y[2]
+    if e.op == "-":
+        return sym, x[1] - y[1], x[2] - y[2]
+    if x[0] is not None and y[0] is not None:  # s * s
+        return None
+    if x[0] is None:
+        x, y = y, x
+    return sym, x[1] * y[2], x[2] * y[2]  # (a s + b) * c
+
 
 def is_symbolic(value) -> bool:
     """Whether `value` is a size not bound yet (a Symbol or an expression of one)."""
