@@ -153,12 +153,14 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
     if not isinstance(func, PrimFunc):
         raise TilecError(f"tilec.compile takes a T.prim_func, got {type(func).__name__}",
                          hint="decorate the kernel function with @T.prim_func")
+    from tilec.compiler import paused_gc
     from tilec.frontend import build_prim_func
 
     loc = _def_loc(func.fn)
     configs = check_pass_configs(pass_configs, loc)
     resolved = resolve_target(target, loc=loc)
-    return JITKernel(build_prim_func(func, out_idx), resolved, configs, execution_backend=execution_backend)
+    with paused_gc():
+        return JITKernel(build_prim_func(func, out_idx), resolved, configs, execution_backend=execution_backend)
 
 
 _RUNTIME = None
@@ -255,6 +257,12 @@ class JITFunction:
 
     def _build(self, key_args: dict, make_program) -> JITKernel:
         """A kernel for these arguments: from the disk memo when possible, skipping the frontend."""
+        from tilec.compiler import paused_gc
+
+        with paused_gc():
+            return self._build_now(key_args, make_program)
+
+    def _build_now(self, key_args: dict, make_program) -> JITKernel:
         target = resolve_target(self.target)
         memo = None
         if target.kind == "cuda":
