@@ -71,22 +71,6 @@ def is_pointer(value) -> bool:
     return isinstance(value, PointerType) or (type(value) is str and value == "handle")
 
 
-_TORCH_DTYPE_TO_STR: dict = {}
-
-
-def _torch_table() -> None:
-    try:
-        import torch
-    except ImportError:
-        return
-    for d in BY_NAME.values():
-        t = getattr(torch, d.name, None)
-        if isinstance(t, torch.dtype) and d.computable:
-            _TORCH_DTYPE_TO_STR[t] = d.name
-
-
-_torch_table()
-
 __all__ = [
     "AnyDType", "bfloat16", "bool", "double", "dtype", "float", "float16", "float32", "float4_e2m1fn", "float64",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "half",
