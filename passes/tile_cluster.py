@@ -118,7 +118,7 @@ def _splits(load: tile.TmaLoadOp) -> bool:
 
 def _box_bytes(load: tile.TmaLoadOp) -> int:
     typ = load.dst.type
-    return math.prod(typ.shape) * typ.element_type.bitwidth // 8
+    return math.prod(typ.shape) * tile.element_bytes(typ.element_type)
 
 
 def _cluster(kernel: tile.KernelOp, ws: tile.WarpSpecializeOp) -> str | None:

@@ -75,6 +75,16 @@ class _MBarrier:
             self.phase += 1
             self.pending = self.count
 
+    def arrive(self, op, count: int, tx: int, where: str) -> None:
+        """`count` arrivals (after announcing `tx` bytes); more than the phase's count is an error
+        at `op`, the barrier being the one at `where`."""
+        self.tx += tx
+        self.pending -= count
+        if self.pending < 0:
+            raise error_at(op, f"more arrivals on the mbarrier at {where} than its count {self.count} in one "
+                               f"phase (simulated)")
+        self.complete_if_done()
+
 
 class Waiting:
     """Who waits, and what changed: one per block, or one per cluster (its blocks run together
@@ -255,13 +265,7 @@ def _arrive(op, c, expect_tx: bool):
         tx = np.broadcast_to(st.env[op.txcount], (n,))[_active(st, n)] if expect_tx else np.zeros(addr.shape, np.int64)
         with h.cv:
             for a, t in zip(addr, tx):
-                bar = h.barrier(op, int(a))
-                bar.tx += int(t)
-                bar.pending -= 1
-                if bar.pending < 0:
-                    raise error_at(op, f"more arrivals on the mbarrier at shared byte {a} than its count "
-                                       f"{bar.count} in one phase (simulated)")
-                bar.complete_if_done()
+                h.barrier(op, int(a)).arrive(op, 1, int(t), f"shared byte {a}")
             h.changed()
         if not expect_tx:
             st.env[op.res] = np.int64(0)
