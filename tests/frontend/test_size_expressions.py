@@ -50,7 +50,27 @@ def test_an_expression_is_checked_against_a_plain_binding(target):
     with pytest.raises(tilec.TilecError, match=r"a dimension of `Y` is \(\(T.dynamic\('seq_len'\) \* 2\) \+ 1\) "
                                                r"= 15, got 16") as e:
         kernel(x, torch.randn(16))
-    assert "test_size_expressions.py:" in str(e.value)
+    assert f"test_size_expressions.py:{_line('def main(X: T.Tensor((SEQ,)')}:" in str(e.value)
+
+
+def _line(text: str) -> int:
+    return next(i for i, line in enumerate(open(__file__), 1) if text in line)
+
+
+def test_a_size_that_no_tensor_binds_is_a_located_error():
+    """`seq_len * seq_len` is not affine: no tensor binds seq_len, so the call cannot size it."""
+
+    @T.prim_func
+    def main(X: T.Tensor((SEQ * SEQ,), T.float32)):
+        with T.Kernel(1, threads=32) as _:
+            X[0] = 1.0
+
+    kernel = tilec.compile(main, target="interp")
+    with pytest.raises(tilec.TilecError, match=r"a dimension of `X` is \(T.dynamic\('seq_len'\) \* "
+                                               r"T.dynamic\('seq_len'\)\), whose size seq_len no tensor binds") as e:
+        kernel(torch.randn(16))
+    assert f"test_size_expressions.py:{_line('def main(X: T.Tensor((SEQ * SEQ,)')}:" in str(e.value)
+    assert "give a tensor a plain dimension seq_len" in str(e.value)
 
 
 def test_an_extent_that_no_size_gives_is_a_located_error():
@@ -71,8 +91,10 @@ def test_an_expression_of_a_const_is_refused_where_it_is_written():
         with T.Kernel(1, threads=32) as _:
             X[0] = 1.0
 
-    with pytest.raises(tilec.TilecError, match=r"must be an expression of T.dynamic sizes"):
+    with pytest.raises(tilec.TilecError, match=r"tensor `X`: size \(T.const\('n'\) \* 2\) must be an expression "
+                                               r"of T.dynamic sizes") as e:
         tilec.compile(main, target="interp")
+    assert f"test_size_expressions.py:{_line('def main(X: T.Tensor((n * 2,)')}:" in str(e.value)
 
 
 def test_the_calling_convention_round_trips_through_the_cache():
