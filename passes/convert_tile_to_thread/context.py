@@ -17,10 +17,11 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from tilec.dialects import append_op, arith_utils, tile
+from tilec.dialects import append_op, arith_utils, nvvm, tile
 from tilec.dialects.arith_utils import is_float
 from tilec.errors import error_at
 
@@ -192,10 +193,25 @@ class Lowerer(MemoryAccess):
             t = self.thread_id()
             if mode.stride > 1:
                 t = self._at_entry(arith.DivUIOp(t, self.const(mode.stride)))
+            if mode.stride % 32 == 0 and self.threads % 32 == 0:
+                t = self._warp_uniform(t)
             if mode.stride * mode.size < self.threads:
                 t = self._at_entry(arith.RemUIOp(t, self.const(mode.size)))
             self.coords[key] = t
         return self.coords[key]
+
+    def _warp_uniform(self, t: SSAValue) -> SSAValue:
+        """`t`, the same in every lane of a warp, as lane 0's (`shfl.sync.idx` from lane 0): ptxas then
+        knows it is warp-uniform and keeps what is computed from it (the warpgroup's wgmma descriptors,
+        a warp's row offsets) in uniform registers, CUTLASS's `canonical_warp_group_idx`. Computed at
+        the kernel's entry, where every lane of a full warp is there."""
+        word = self._at_entry(arith.IndexCastOp(t, i32))
+        lane0 = self._at_entry(nvvm.ShflSyncOp.build(
+            operands=[self._at_entry(arith.ConstantOp(IntegerAttr(-1, i32))), word,
+                      self._at_entry(arith.ConstantOp(IntegerAttr(0, i32))),
+                      self._at_entry(arith.ConstantOp(IntegerAttr(0x1F, i32)))],
+            result_types=[i32], properties={"kind": nvvm.ShflKindAttr(nvvm.ShflKind.IDX)}))
+        return self._at_entry(arith.IndexCastOp(lane0, INDEX))
 
     def _at_entry(self, op: Operation) -> SSAValue:
         """Thread coordinates are computed once, right after the thread id."""

@@ -282,14 +282,17 @@ def _grid_dim(op, c):
 
 def _shuffle(op, c):
     kind = op.kind.data.value
-    if kind != "bfly":
+    if kind not in ("bfly", "idx"):
         raise error_at(op, f"nvvm.shfl.sync {kind} is not supported by the simulator")
     val, offset, mask, r = op.val, op.offset, op.thread_mask, op.res
 
     def run(st):
         v = st.env[val]
         lanes = st.lanes[0]
-        partner = lanes ^ int(st.env[offset])
+        if kind == "bfly":
+            partner = lanes ^ int(st.env[offset])
+        else:  # idx: lane `offset` of the calling thread's warp (clamp 0x1f: the whole warp)
+            partner = lanes - lanes % 32 + int(st.env[offset]) % 32
         members = np.broadcast_to(np.asarray(st.env[mask]).astype(np.int64) & 0xFFFFFFFF, lanes.shape)
         lane_bit = lambda t: (members >> (t % 32)) & 1  # noqa: E731
         inside = np.minimum(partner, lanes.shape[0] - 1)
