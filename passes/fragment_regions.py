@@ -18,8 +18,9 @@ fragment's own layout serves:
 from __future__ import annotations
 
 from tilec.dialects import tile
+from tilec.dialects.arith_utils import convert, is_float
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -103,6 +104,15 @@ def _guard(ops: _Ops, region: tile.RegionOp, ivs) -> tuple[SSAValue | None, list
     return cond, rel
 
 
+def _constant(ops: list):
+    """`convert`'s constants (a cast's bounds), appended to `ops`."""
+    def const(value, typ) -> SSAValue:
+        op = arith.ConstantOp(FloatAttr(value, typ) if is_float(typ) else IntegerAttr(value, typ))
+        ops.append(op)
+        return op.result
+    return const
+
+
 def _expand_copy(copy: tile.CopyOp, region: tile.RegionOp) -> None:
     """A copy to or from a region of a fragment F: to or from memory, a loop over all of F (which
     follows F's layout) guarded to the region; with another fragment, a loop over that one."""
@@ -112,8 +122,11 @@ def _expand_copy(copy: tile.CopyOp, region: tile.RegionOp) -> None:
     other_region = _fragment_region(other)
 
     def move(load_from, load_index, store_to, store_index):
+        """One element moved, converted to the destination's element type (a copy may cast)."""
         load = tile.LoadOp(load_from, load_index)
-        return [load, tile.StoreOp(load.result, store_to, store_index)]
+        ops = [load]
+        value = convert(load.result, store_to.type.element_type, lambda op: ops.append(op) or op, _constant(ops))
+        return [*ops, tile.StoreOp(value, store_to, store_index)]
 
     if other.type.scope == "fragment":
         def fill(ops: _Ops, ivs):  # ivs index `other`

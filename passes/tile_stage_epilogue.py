@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from tilec.dialects import tile
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -41,28 +42,71 @@ def _accumulators(region_block) -> set:
     return {op.c for op in region_block.walk() if isinstance(op, tile.GemmOp) and op.mma_kind == tile.MmaKind.WGMMA}
 
 
-def _stage(copy: tile.CopyOp, limit: int, ws: tile.WarpSpecializeOp) -> None:
+CHUNK_BYTES = 32 * 1024
+"""A persistent kernel's result goes out in column chunks of at most this many bytes: its shared
+tile has bytes of its own (the producer fills the next tile's stages meanwhile), and a smaller one
+leaves room for one more stage (128x256 f16: 4 stages of 48 KB and a 32 KB chunk fit 227 KB,
+a whole 64 KB tile only 3 stages)."""
+
+
+def chunk_columns(shape, element_type) -> int:
+    """Columns per chunk of a persistent kernel's staged result of `shape` (all of them when the
+    tile is small or no chunk of whole 128-byte rows divides it)."""
+    esize = _BYTES.get(str(element_type))
+    rows, cols = shape
+    if esize is None or rows * cols * esize <= CHUNK_BYTES:
+        return cols
+    best = cols
+    for width in range(64 // esize, cols, 64 // esize):  # whole 128-byte swizzle rows
+        if cols % width == 0 and rows * width * esize <= CHUNK_BYTES:
+            best = width
+    return best
+
+
+def staged_bytes(shape, element_type, persistent: bool) -> int:
+    """Bytes of the shared tile a staged result of `shape` gets."""
+    esize = _BYTES.get(str(element_type), 4)
+    cols = chunk_columns(shape, element_type) if persistent else shape[1]
+    return shape[0] * cols * esize
+
+
+def _stage(copy: tile.CopyOp, limit: int, ws: tile.WarpSpecializeOp, persistent: bool = False) -> None:
     src, dst = copy.src.type, copy.dst.type
     esize = _BYTES.get(str(dst.element_type))
     if esize is None or src.rank != 2 or dst.rank != 2 or src.shape != dst.shape:
         return
-    if math.prod(dst.shape) * esize * ws.groups > limit // 2:  # leave room: the planner must still fit the kernel
+    cols = chunk_columns(dst.shape, dst.element_type) if persistent else dst.shape[1]
+    if dst.shape[0] * cols * esize * ws.groups > limit // 2:  # leave room: the planner must still fit the kernel
         return
-    row_bytes = dst.shape[-1] * esize
-    alloc = tile.AllocOp(tile.BufferType(dst.shape, dst.element_type, "shared"))
+    row_bytes = cols * esize
+    alloc = tile.AllocOp(tile.BufferType((dst.shape[0], cols), dst.element_type, "shared"))
     alloc.result.name_hint = f"{copy.src.name_hint or 'acc'}_out"
     if row_bytes % 128 == 0:
         alloc.swizzle = IntegerAttr(128, i64)
     alloc.location = copy.location
-    into = tile.CopyOp(copy.src, alloc.result)
-    out = tile.CopyOp(alloc.result, copy.dst)
-    into.location = out.location = copy.location
+    if cols == dst.shape[1]:
+        into = tile.CopyOp(copy.src, alloc.result)
+        out = tile.CopyOp(alloc.result, copy.dst)
+        into.location = out.location = copy.location
+        ops = [into, out]
+    else:
+        ops = []
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        ops.append(zero)
+        for first in range(0, dst.shape[1], cols):
+            at = arith.ConstantOp(IntegerAttr(first, IndexType()))
+            part = tile.BufferType((dst.shape[0], cols), src.element_type, src.scope)
+            piece = tile.RegionOp(copy.src, [zero.result, at.result], part)
+            window = tile.RegionOp(copy.dst, [zero.result, at.result], tile.TensorType((dst.shape[0], cols), dst.element_type))
+            ops += [at, piece, tile.CopyOp(piece.result, alloc.result), window, tile.CopyOp(alloc.result, window.result)]
+        for op in ops:
+            op.location = copy.location
     kernel = copy.parent_op()
     while not isinstance(kernel, tile.KernelOp):
         kernel = kernel.parent_op()
     first = kernel.body.block.first_op
     Rewriter.insert_op(alloc, InsertPoint.before(first))  # allocations live at the kernel's top level
-    Rewriter.replace_op(copy, [into, out])
+    Rewriter.replace_op(copy, ops)
     if ws.groups > 1:  # ping-pong: each consumer group stores its own tile
         give_each_group(ws, alloc)
 
@@ -88,4 +132,4 @@ class TileStageEpiloguePass(ModulePass):
             accs = _accumulators(block)
             for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
                 if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):
-                    _stage(copy, shared_limit(self.target, self.limit), ws)
+                    _stage(copy, shared_limit(self.target, self.limit), ws, persistent=tiles is not None)

@@ -399,8 +399,10 @@ def _depends_on(value: SSAValue, args: set, body: Block) -> bool:
 
 def _epilogue_bytes(kernel: tile.KernelOp, loop: tile.ForOp) -> int:
     """The shared tiles tile-stage-epilogue will add for the results the loop's gemms store."""
+    from .tile_stage_epilogue import staged_bytes
+
     accs = {g.c for g in loop.walk() if isinstance(g, tile.GemmOp)}
-    return sum(math.prod(op.dst.type.shape) * _element_bytes(op.dst.type.element_type)
+    return sum(staged_bytes(op.dst.type.shape, op.dst.type.element_type, persistent=True)
                for op in kernel.body.block.ops
                if isinstance(op, tile.CopyOp) and op.src in accs and isinstance(op.dst.type, tile.TensorType))
 

@@ -106,6 +106,8 @@ def group_uniform(L: Lowerer, cond: SSAValue, lanes: Lanes) -> bool:
     if iv is None or not depends_on(cond, iv):
         return True
     op = cond.owner
+    if isinstance(op, arith.AndIOp | arith.OrIOp):  # a range test: both ends uniform over the group
+        return group_uniform(L, op.lhs, lanes) and group_uniform(L, op.rhs, lanes)
     if not isinstance(op, arith.CmpiOp):
         return False
     pred = op.predicate.value.data  # eq ne slt sle sgt sge ult ule ugt uge
