@@ -62,9 +62,10 @@ TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256),
 # schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128)
 # cluster (`tilec.cluster`, opt-in: pairs of blocks sharing a TMA multicast operand)
 SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,cluster,persistent,pingpong").split(",")
-CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False},
-           "cluster": {"tilec.pingpong": False, "tilec.cluster": True},
-           "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
+CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False, "tilec.persistent": False},
+           "cluster": {"tilec.pingpong": False, "tilec.cluster": True, "tilec.persistent": False},
+           "persistent": {"tilec.persistent": True, "tilec.pingpong": False, "tilec.cluster": False},
+           "persistent-cluster": {"tilec.persistent": True, "tilec.pingpong": False, "tilec.cluster": True},
            "pingpong": {"tilec.pingpong": True}}  # (ping-pong is the default for threads=128)
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
