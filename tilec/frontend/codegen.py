@@ -450,7 +450,7 @@ class KernelVisitor(ast.NodeVisitor):
                 args = []
                 for a in iterable.args:
                     args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
-                kwargs = {k.arg: self.visit(k.value) for k in iterable.keywords}
+                kwargs = self._keywords(iterable.keywords)
                 kind = "serial" if func is range else calls.builtin_name(func)
                 if not loop_exits.exits_of(node.body):
                     calls.emit_loop(self, node, kind, args, kwargs)
@@ -482,7 +482,7 @@ class KernelVisitor(ast.NodeVisitor):
             raise self.b.error(f"`with {ast.unparse(item.context_expr.func)}(...)` is not supported",
                                hint="kernels open their grid with `with T.Kernel(grid..., threads=N) as bx:`")
         args = [self.rvalue(self.visit(a)) for a in item.context_expr.args]
-        kwargs = {k.arg: self.visit(k.value) for k in item.context_expr.keywords}
+        kwargs = self._keywords(item.context_expr.keywords)
         calls.emit_kernel(self, node, item.optional_vars, args, kwargs)
 
     def visit_Return(self, node: ast.Return) -> None:
@@ -598,13 +598,21 @@ class KernelVisitor(ast.NodeVisitor):
                 args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
         else:
             args = [self.visit(a) for a in node.args]
+        return calls.call(self, node, func, args, self._keywords(node.keywords))
+
+    def _keywords(self, keywords: list[ast.keyword]) -> dict:
+        """A call's keyword arguments, `**mapping` (a compile-time dict) unpacked in place."""
         kwargs = {}
-        for k in node.keywords:
-            if k.arg is None:
-                kwargs.update(self.visit(k.value))
-            else:
+        for k in keywords:
+            if k.arg is not None:
                 kwargs[k.arg] = self.visit(k.value)
-        return calls.call(self, node, func, args, kwargs)
+                continue
+            mapping = self.visit(k.value)
+            if not isinstance(mapping, dict) or not all(isinstance(key, str) for key in mapping):
+                raise self.b.error(f"`**{ast.unparse(k.value)}` must be a dict with string keys known when the "
+                                   "kernel is compiled")
+            kwargs.update(mapping)
+        return kwargs
 
     def visit_Lambda(self, node: ast.Lambda):
         """A Python function of compile-time values (as TileLang evaluates one: `T.Layout(shape, lambda

@@ -52,6 +52,7 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
             opts["order"] = list(a["order"])
         if a["stage"] is not None:
             opts["stage"] = list(a["stage"])
+        _schedule_hints(v, {name: a[name] for name in ("order", "stage", "group", "sync")})
         kind = "pipelined"
     else:
         kwargs.pop("explicit", None)
@@ -75,6 +76,18 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
         v.bind_loop_var(name, Scalar(op.induction_var))
         v.visit_body(node.body)
     v.b.verify(op)
+
+
+def _schedule_hints(v, given: dict) -> None:
+    """TileLang's hand schedule of a T.Pipelined body (which statement runs in which stage and
+    order): accepted, and reported by name, since tilec derives the schedule itself (the producer
+    warp's TMA ring, and for attention FA3's overlap of one block's softmax with the P V of the
+    block before: `tilec.softmax_overlap`)."""
+    named = [name for name, value in given.items() if value is not None]
+    if named:
+        report(f"T.Pipelined({', '.join(n + '=' for n in named)}) is not applied as written: tilec schedules "
+               "the loop itself (its copies on a TMA ring of num_stages stages filled by a producer warp "
+               "on sm_90a, cp.async stages elsewhere)", v.b.loc)
 
 
 def _parallel_hints(v, prefer_async, annotations) -> None:
