@@ -159,6 +159,23 @@ def find_ptxas() -> str | None:
     )
 
 
+def find_cuobjdump() -> str | None:
+    """cuobjdump on PATH or in the nvidia-cuda-cuobjdump wheel (reads SASS without a GPU)."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    paths = [p for site in sys.path for p in glob.glob(os.path.join(site, "nvidia", "cu*", "bin", "cuobjdump"))]
+    return next((p for p in paths if os.path.isfile(p) and os.access(p, os.X_OK)), None)
+
+
+@pytest.fixture(scope="session")
+def cuobjdump() -> str:
+    path = find_cuobjdump()
+    if path is None:
+        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def ptxas() -> str:
     path = find_ptxas()

@@ -4,11 +4,8 @@ row reductions of the accumulator by quad shuffles. Simulated against torch, ass
 ptxas, and (where cuobjdump is) read back as SASS; the `gpu` tests run the same cases on
 an H100/H200."""
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -59,28 +56,15 @@ def test_attention_assembles_with_wgmma_only(case, ptxas):
     assert "C75" not in report.log, report.log
 
 
-def _cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for site in sys.path:
-        path = os.path.join(site, "nvidia", "cu13", "bin", "cuobjdump")
-        if os.path.isfile(path):
-            return path
-    return None
 
-
-def test_attention_sass_has_hgmma_with_register_a(ptxas, tmp_path):
+def test_attention_sass_has_hgmma_with_register_a(ptxas, tmp_path, cuobjdump):
     """The SASS: HGMMA from two descriptors for Q K^T, HGMMA with a register A for P V, TMA loads
     (UTMALDG) and the register split of the warp-specialized roles (SETMAXREG)."""
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     case = next(c for c in ATTENTION_CASES if "d128_128x128" in c.name)
     _, _, cubin, _ = _sm90a(case)
     path = tmp_path / "attention.cubin"
     path.write_bytes(cubin)
-    sass = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
     hgmma = [line for line in sass.splitlines() if "HGMMA.64x128x16.F32" in line]
     register_a = [line for line in hgmma if re.search(r"HGMMA\S* R\d+, R\d+, gdesc", line)]
     assert len(hgmma) == 16 and len(register_a) == 8, "\n".join(hgmma)

@@ -5,21 +5,18 @@ uniform over a vector group when both of its ends are); the warpgroup's coordina
 lane 0 (`shfl.sync.idx`), which keeps its wgmma descriptors in uniform registers. Simulated
 against torch, assembled by ptxas, and (where cuobjdump is) read back as SASS."""
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 
 import pytest
 import torch
+from tilec.targets.nvptx import assemble, emit_ptx
 
 import tilec
 import tilec.language as T
 from tilec.compiler.lower import lower_to_thread
 from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
-from tilec.targets.nvptx import assemble, emit_ptx
 
 _PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False}
 
@@ -73,28 +70,15 @@ def test_chunked_epilogue_assembles_with_four_byte_stores(ptxas):
     assert not report.kernels[name].spills
 
 
-def _cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for site in sys.path:
-        path = os.path.join(site, "nvidia", "cu13", "bin", "cuobjdump")
-        if os.path.isfile(path):
-            return path
-    return None
 
-
-def test_wgmma_descriptors_stay_in_uniform_registers(ptxas, tmp_path):
+def test_wgmma_descriptors_stay_in_uniform_registers(ptxas, cuobjdump, tmp_path):
     """The warpgroup index comes from lane 0: the consumer loop moves no descriptor from a
     per-thread register to a uniform one (R2UR) between its HGMMAs."""
     ptx, _, cubin, _ = _sm90a({"tilec.pingpong": False})
     assert re.search(r"shfl\.sync\.idx\.b32", ptx)
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     path = tmp_path / "gemm.cubin"
     path.write_bytes(cubin)
-    sass = [line for line in subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True,
+    sass = [line for line in subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True,
                                             check=True).stdout.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", line)]
     hgmma = [i for i, line in enumerate(sass) if "HGMMA" in line]
     assert len(hgmma) == 4, "one loop of four m64n256k16 steps"

@@ -3,22 +3,18 @@ warpgroups of one tile take turns at the gemms on named barriers 5 and 6. Simula
 warpgroup on its own, as on the GPU) against the interpreter and torch, with sequence lengths the
 blocks do not divide, causal and not; assembled by ptxas and read back as SASS."""
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 
 import pytest
-import torch
 from kernel_cases import Case, _attention_inputs, _attention_ref, attention, run_case
+from tilec.dialects import tile
+from tilec.passes.convert_tile_to_thread import registry, turns
 from tilec.targets.nvptx import assemble, emit_ptx
 
 import tilec
 from tilec.compiler.lower import lower_to_thread
-from tilec.dialects import tile
 from tilec.frontend import build_prim_func
-from tilec.passes.convert_tile_to_thread import registry, turns
 from tilec.target import resolve_target
 
 _ON = {"tilec.warpgroup_pingpong": True}  # opt-in: measured slower on the H200 (run s5f, bench/NOTES.md)
@@ -39,11 +35,6 @@ def _sm90a(case, configs: dict | None = None):
     cubin, report = assemble(ptx, "sm_90a")
     return ptx, report, cubin, lowered.spec.kernel_name
 
-
-def _cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    paths = [os.path.join(site, "nvidia", "cu13", "bin", "cuobjdump") for site in sys.path]
-    return found or next((p for p in paths if os.path.isfile(p)), None)
 
 
 CASES = [Case(f"attention_{dt}_h{h}s{s}d{d}{'_causal' if c else ''}_{bm}x{bn}", attention(b, h, s, d, c, bm, bn, st, th, dt),
@@ -87,7 +78,7 @@ def test_simulator_catches_a_turn_never_given(monkeypatch):
         kernel(*case.inputs("cpu"))
 
 
-def test_turns_assemble_without_spills_and_show_in_the_sass(ptxas, tmp_path):
+def test_turns_assemble_without_spills_and_show_in_the_sass(ptxas, tmp_path, cuobjdump):
     """sm_90a: no spills, no wgmma serialization; in the SASS the turns are BAR.SYNC on a register
     barrier id (5 + w) and BAR.ARV (the start, the pass after Q K^T, the final pass); the pass
     comes right after Q K^T is issued, behind the P V still in flight (DEPBAR.LE gsb0, 0x2, BAR.ARV,
@@ -95,12 +86,9 @@ def test_turns_assemble_without_spills_and_show_in_the_sass(ptxas, tmp_path):
     case = CASES[3]
     _, report, cubin, name = _sm90a(case, _ON)
     assert not report.kernels[name].spills and "C75" not in report.log, report.log
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     path = tmp_path / "attention.cubin"
     path.write_bytes(cubin)
-    dump = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    dump = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
     sass = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(.*?;)", dump)
     text = "\n".join(sass)
     assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", text)) >= 2, text
