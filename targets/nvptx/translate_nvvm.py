@@ -131,7 +131,7 @@ def _scalars(t: T, values: list[ir.Value]) -> tuple[list[ir.Value], list[int | N
     """The scalars of `values` (struct members in order) and each value's member count (None: scalar)."""
     flat, counts = [], []
     for v in values:
-        if isinstance(v.type, ir.LiteralStructType):
+        if isinstance(v.type, ir.BaseStructType):
             counts.append(len(v.type.elements))
             flat += [t.b.extract_value(v, i) for i in range(len(v.type.elements))]
         else:
@@ -151,7 +151,7 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
     flat, counts = _scalars(t, t.operands(op))
     outs = ",".join("=" + _CONSTRAINT[str(v.type)] for v in flat)
     ties = ",".join(str(i) for i in range(len(flat)))
-    ret = flat[0].type if len(flat) == 1 else ir.LiteralStructType([v.type for v in flat])
+    ret = flat[0].type if len(flat) == 1 else t.types.struct([v.type for v in flat])
     res = t.b.asm(ir.FunctionType(ret, [v.type for v in flat]), f"wgmma.wait_group.sync.aligned {group};",
                   f"{outs},{ties},~{{memory}}", flat, True)
     scalars = [res] if len(flat) == 1 else [t.b.extract_value(res, i) for i in range(len(flat))]
@@ -202,7 +202,7 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
     fp8 = type_a in ("e4m3", "e5m2")  # 8-bit operands have no imm-trans (always K-major)
     text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{type_a}.{type_b} {{{regs}}}, {a_text}, ${b_at}, "
             f"{scale}, 1, 1" + ("" if fp8 else f", {trans}") + ";")
-    ret = ir.LiteralStructType([ir.FloatType()] * outs)
+    ret = t.types.struct([ir.FloatType()] * outs)
     t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
 
 
