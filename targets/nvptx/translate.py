@@ -245,6 +245,8 @@ class FunctionTranslator:
         self.mt, self.fn, self.options = mt, fn, options
         self.types = mt.types
         self.values: dict[SSAValue, ir.Value] = {}
+        # id(struct built by insert_value) -> {member index: value}; the structs stay alive in the function
+        self._members: dict[int, dict[int, ir.Value]] = {}
         self.entry = fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
 
@@ -258,6 +260,24 @@ class FunctionTranslator:
     def set(self, op: Operation, *results: ir.Value) -> None:
         for res, value in zip(op.results, results, strict=True):
             self.values[res] = value
+
+    def insert_value(self, agg: ir.Value, value: ir.Value, index: int) -> ir.Value:
+        """`insertvalue agg, value, index`, remembering which member values the result holds."""
+        result = self.b.insert_value(agg, value, index)
+        members = dict(self._members.get(id(agg), {}))
+        members[index] = value
+        self._members[id(result)] = members
+        return result
+
+    def extract_value(self, agg: ir.Value, index: int) -> ir.Value:
+        """Member `index` of a struct: the value inserted there when this function built it with
+        `insert_value` (what InstCombine would fold the `extractvalue` to, so the PTX is the same
+        and LLVM has less to fold: a wgmma accumulator goes through 128-member structs), else
+        an `extractvalue`."""
+        known = self._members.get(id(agg))
+        if known is not None and index in known:
+            return known[index]
+        return self.b.extract_value(agg, index)
 
     def index(self, value: int) -> ir.Constant:
         return ir.Constant(self.types.index, value)

@@ -133,7 +133,7 @@ def _scalars(t: T, values: list[ir.Value]) -> tuple[list[ir.Value], list[int | N
     for v in values:
         if isinstance(v.type, ir.BaseStructType):
             counts.append(len(v.type.elements))
-            flat += [t.b.extract_value(v, i) for i in range(len(v.type.elements))]
+            flat += [t.extract_value(v, i) for i in range(len(v.type.elements))]
         else:
             counts.append(None)
             flat.append(v)
@@ -163,7 +163,7 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
             continue
         agg = ir.Constant(value.type, ir.Undefined)
         for i in range(count):
-            agg = t.b.insert_value(agg, scalars[at + i], i)
+            agg = t.insert_value(agg, scalars[at + i], i)
         results.append(agg)
         at += count
     t.set(op, *results)

@@ -37,3 +37,58 @@ def test_wgmma_accumulators_get_one_named_struct_type():
     assert llvm_ir.count('%"floatx32"') > 32  # every use names it
     assert compile_llvm_ir(llvm_ir) == compile_llvm_ir(llvm_ir.replace('%"floatx32" = type', "; ").replace(
         '%"floatx32"', literal))
+
+
+def _accumulating_wgmma(members: int = 32) -> str:
+    """WGMMA with its accumulator built member by member (llvm.insertvalue, as the gemm lowering
+    builds it from the fragment's registers), and one member read after the wait."""
+    lines = ["%u = llvm.mlir.undef : " + STRUCT, "%x = arith.constant 1.0 : f32"]
+    prev = "%u"
+    for i in range(members):
+        lines.append(f'%s{i} = "llvm.insertvalue"({prev}, %x) <{{position = array<i64: {i}>}}> : ({STRUCT}, f32) -> {STRUCT}')
+        prev = f"%s{i}"
+    body = "\n  ".join(lines)
+    return WGMMA.replace('  nvvm.wgmma.fence.aligned\n', f"  {body}\n  nvvm.wgmma.fence.aligned\n").replace(
+        "(%desc, %desc) <{", f"(%desc, %desc, {prev}) <{{").replace(
+        "operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (i64, i64) ->",
+        "operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (i64, i64, " + STRUCT + ") ->")
+
+
+def test_translation_reads_struct_members_it_inserted_without_extractvalue():
+    """A struct the translation built with insertvalue hands back the inserted values: the
+    accumulator going into the first wgmma and the members read after the wait (which rebuilds
+    its struct) need no extractvalue; only the results of the inline asm are extracted, 32 each
+    from the two wgmmas and the wait (129 without: InstCombine folds the other 33 again)."""
+    llvm_ir = emit_llvm_ir(Parser(context(), _accumulating_wgmma()).parse_module())
+    assert llvm_ir.count("= extractvalue") == 96, llvm_ir.count("= extractvalue")
+    ptx = compile_llvm_ir(llvm_ir)
+    assert ptx.count("wgmma.mma_async") == 2 and "st.global.f32" in ptx
+
+
+def test_import_tilec_makes_xdsl_op_formats_lazy():
+    """After `import tilec`, defining xDSL's and tilec's ops parses none of their assembly formats
+    (xDSL's format parser is not even imported) until an op is printed, and printing and parsing
+    are unchanged."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import sys
+        import tilec
+        assert "xdsl" not in sys.modules  # import tilec stays light
+        from xdsl.dialects import arith, gpu, llvm, memref, scf, vector  # noqa: F401
+        import tilec.dialects.nvvm, tilec.dialects.tile  # noqa: F401
+        assert "xdsl.irdl.declarative_assembly_format_parser" not in sys.modules
+        from tilec.dialects import context, print_ir
+        from xdsl.parser import Parser
+        text = '''builtin.module {
+  %0 = arith.constant 1 : i32
+  %1 = arith.addi %0, %0 : i32
+  %2 = arith.muli %1, %0 overflow<nsw> : i32
+}
+'''
+        assert print_ir(Parser(context(), text).parse_module()) == text
+        print("ok")
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
