@@ -62,7 +62,7 @@ def test_translation_reads_struct_members_it_inserted_without_extractvalue():
     llvm_ir = emit_llvm_ir(Parser(context(), _accumulating_wgmma()).parse_module())
     assert llvm_ir.count("= extractvalue") == 96, llvm_ir.count("= extractvalue")
     ptx = compile_llvm_ir(llvm_ir)
-    assert ptx.count("wgmma.mma_async") == 2 and "st.global.f32" in ptx
+    assert ptx.count("wgmma.mma_async") == 2 and "st.global.b32" in ptx
 
 
 def test_import_tilec_makes_xdsl_op_formats_lazy():
