@@ -7,7 +7,7 @@ from llvmlite import ir
 from tilec.dialects import nvvm
 
 from .translate import FunctionTranslator as T
-from .translate import lowers
+from .translate import MEMBER_READERS, lowers
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -162,11 +162,16 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
             at += 1
             continue
         agg = ir.Constant(value.type, ir.Undefined)
+        build = not t.reads_members_only(op.results[len(results)])
         for i in range(count):
-            agg = t.insert_value(agg, scalars[at + i], i)
+            agg = t.insert_value(agg, scalars[at + i], i, build=build)
         results.append(agg)
         at += count
     t.set(op, *results)
+
+
+MEMBER_READERS[nvvm.WgmmaWaitGroupSyncOp] = lambda op, index: True  # every operand, by `_scalars`
+MEMBER_READERS[nvvm.WgmmaMmaAsyncOp] = lambda op, index: op.operands[index] in (op.inouts, op.descriptorA)
 
 
 @lowers(nvvm.WgmmaMmaAsyncOp)

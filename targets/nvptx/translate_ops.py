@@ -586,7 +586,8 @@ def _extract_value(t: T, op: llvm.ExtractValueOp) -> None:
 def _insert_value(t: T, op: llvm.InsertValueOp) -> None:
     pos = list(op.position.get_values())
     if len(pos) == 1:
-        t.set(op, t.insert_value(t.get(op.container), t.get(op.value), pos[0]))
+        build = not t.reads_members_only(op.results[0])
+        t.set(op, t.insert_value(t.get(op.container), t.get(op.value), pos[0], build=build))
     else:
         t.set(op, t.b.insert_value(t.get(op.container), t.get(op.value), pos))
 

@@ -61,6 +61,7 @@ def test_translation_reads_struct_members_it_inserted_without_extractvalue():
     from the two wgmmas and the wait (129 without: InstCombine folds the other 33 again)."""
     llvm_ir = emit_llvm_ir(Parser(context(), _accumulating_wgmma()).parse_module())
     assert llvm_ir.count("= extractvalue") == 96, llvm_ir.count("= extractvalue")
+    assert "insertvalue" not in llvm_ir  # the structs only wgmma and extractvalue read are never built
     ptx = compile_llvm_ir(llvm_ir)
     assert ptx.count("wgmma.mma_async") == 2 and "st.global.b32" in ptx
 
@@ -92,3 +93,17 @@ def test_import_tilec_makes_xdsl_op_formats_lazy():
     """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_struct_used_as_a_whole_is_still_built():
+    """The counterpart: a struct returned (not read member by member) is built, every member."""
+    chain = "\n  ".join(f'%s{i} = "llvm.insertvalue"(%s{i - 1}, %x) <{{position = array<i64: {i}>}}> : ({STRUCT}, f32) -> {STRUCT}'
+                         for i in range(32)).replace("%s-1", "%u")
+    text = f"""func.func @whole(%x: f32) -> {STRUCT} {{
+  %u = llvm.mlir.undef : {STRUCT}
+  {chain}
+  %v = "llvm.extractvalue"(%s31) <{{position = array<i64: 3>}}> : ({STRUCT}) -> f32
+  func.return %s31 : {STRUCT}
+}}"""
+    llvm_ir = emit_llvm_ir(Parser(context(), text).parse_module())
+    assert llvm_ir.count("= insertvalue") == 32 and "extractvalue" not in llvm_ir
