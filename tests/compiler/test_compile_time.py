@@ -107,3 +107,62 @@ def test_a_struct_used_as_a_whole_is_still_built():
 }}"""
     llvm_ir = emit_llvm_ir(Parser(context(), text).parse_module())
     assert llvm_ir.count("= insertvalue") == 32 and "extractvalue" not in llvm_ir
+
+
+_BUILD = '''
+import os, sys
+os.environ["TILEC_DISABLE_CACHE"] = "1"
+import tilec
+import tilec.language as T
+from tilec.targets.nvptx import ptxas
+
+runs = []
+run = ptxas.subprocess.run
+ptxas.subprocess.run = lambda cmd, *a, **k: runs.append(cmd) or run(cmd, *a, **k)
+
+
+@tilec.jit(out_idx=[-1], target="sm_90a")
+def matmul(M, N, K, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.float16)
+            B_s = T.alloc_shared((block_K, block_N), T.float16)
+            C_f = T.alloc_fragment((block_M, block_N), T.float32)
+            T.use_swizzle(panel_size=10, enable=True)
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, ko * block_K], A_s)
+                T.copy(B[ko * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return main
+
+
+kernel = matmul(512, 512, 256)
+assert "wgmma.mma_async" in kernel.get_kernel_source()
+print(len(runs), kernel._backend.cubin is not None)
+print(" ".join(sorted(m for m in sys.modules if m.startswith("tilec."))))
+'''
+
+
+def test_building_the_reference_gemm_runs_ptxas_once_and_skips_passes_that_are_off(tmp_path):
+    """The reference gemm's build (128×256×64 tiles, 3 stages, 256 threads, sm_90a) runs ptxas
+    once (the cubin and the resource report come from the same run), and does not import the
+    passes that are off by default (tile-cluster, tile-warpgroup-pingpong: their source is
+    compiled on import where bytecode is not cached)."""
+    import shutil
+    import subprocess
+    import sys
+
+    script = tmp_path / "build_gemm.py"
+    script.write_text(_BUILD)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    runs, modules = out.stdout.strip().splitlines()[-2:]
+    if shutil.which("ptxas"):
+        assert runs == "1 True", runs
+    loaded = set(modules.split())
+    assert "tilec.passes.tile_warp_specialize" in loaded  # the build did run the Hopper passes
+    assert not loaded & {"tilec.passes.tile_cluster", "tilec.passes.tile_warpgroup_pingpong"}
