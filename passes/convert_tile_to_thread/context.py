@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from tilec.dialects import append_op, arith_utils, tile
+from tilec.dialects import append_op, arith_utils, fast_ops, tile
 from tilec.dialects.arith_utils import is_float
 from tilec.errors import error_at
 
@@ -117,7 +117,7 @@ class Lowerer(MemoryAccess):
         if key in self.consts:
             return self.consts[key]
         attr = FloatAttr(float(value), typ) if is_float(typ) else IntegerAttr(int(value), typ)
-        op = arith.ConstantOp(attr, typ)
+        op = fast_ops.constant(attr, typ)
         op.location = self.location
         entry = self.blocks[0]
         first = entry.first_op
@@ -148,7 +148,8 @@ class Lowerer(MemoryAccess):
             return b
         if b == 0:
             return a
-        return self._index_op(arith.AddiOp(self.ssa(a), self.ssa(b)), math.gcd(self.mult(a), self.mult(b)))
+        return self._index_op(fast_ops.binary(arith.AddiOp, self.ssa(a), self.ssa(b)),
+                              math.gcd(self.mult(a), self.mult(b)))
 
     def mul(self, a: Index, b: Index) -> Index:
         if isinstance(a, int) and isinstance(b, int):
@@ -159,7 +160,7 @@ class Lowerer(MemoryAccess):
             return a
         if a == 0 or b == 0:
             return 0
-        return self._index_op(arith.MuliOp(self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
+        return self._index_op(fast_ops.binary(arith.MuliOp, self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
 
     def div(self, a: Index, b: int) -> Index:
         """a // b for a non-negative index and a power of two b."""
@@ -167,7 +168,8 @@ class Lowerer(MemoryAccess):
             return a // b
         if b == 1:
             return a
-        return self._index_op(arith.DivUIOp(a, self.const(b)), max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
+        return self._index_op(fast_ops.binary(arith.DivUIOp, a, self.const(b)),
+                              max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
 
     def rem(self, a: Index, b: int) -> Index:
         """a % b for a non-negative index and a power of two b."""
@@ -177,7 +179,7 @@ class Lowerer(MemoryAccess):
             return 0
         if self.mult(a) % b == 0:
             return 0
-        return self._index_op(arith.RemUIOp(a, self.const(b)), math.gcd(self.mult(a), b))
+        return self._index_op(fast_ops.binary(arith.RemUIOp, a, self.const(b)), math.gcd(self.mult(a), b))
 
     def thread_id(self) -> SSAValue:
         assert self.tid is not None
@@ -191,9 +193,9 @@ class Lowerer(MemoryAccess):
         if key not in self.coords:
             t = self.thread_id()
             if mode.stride > 1:
-                t = self._at_entry(arith.DivUIOp(t, self.const(mode.stride)))
+                t = self._at_entry(fast_ops.binary(arith.DivUIOp, t, self.const(mode.stride)))
             if mode.stride * mode.size < self.threads:
-                t = self._at_entry(arith.RemUIOp(t, self.const(mode.size)))
+                t = self._at_entry(fast_ops.binary(arith.RemUIOp, t, self.const(mode.size)))
             self.coords[key] = t
         return self.coords[key]
 

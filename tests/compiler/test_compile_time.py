@@ -109,16 +109,9 @@ def test_a_struct_used_as_a_whole_is_still_built():
     assert llvm_ir.count("= insertvalue") == 32 and "extractvalue" not in llvm_ir
 
 
-_BUILD = '''
-import os, sys
-os.environ["TILEC_DISABLE_CACHE"] = "1"
+_GEMM = '''
 import tilec
 import tilec.language as T
-from tilec.targets.nvptx import ptxas
-
-runs = []
-run = ptxas.subprocess.run
-ptxas.subprocess.run = lambda cmd, *a, **k: runs.append(cmd) or run(cmd, *a, **k)
 
 
 @tilec.jit(out_idx=[-1], target="sm_90a")
@@ -138,7 +131,18 @@ def matmul(M, N, K, block_M=128, block_N=256, block_K=64, num_stages=3, threads=
             T.copy(C_f, C[by * block_M, bx * block_N])
 
     return main
+'''
+"""The reference gemm (../shared/kernels/gemm.py) with its tile arguments, sizes left free."""
 
+_BUILD = '''
+import os, sys
+os.environ["TILEC_DISABLE_CACHE"] = "1"
+from tilec.targets.nvptx import ptxas
+
+runs = []
+run = ptxas.subprocess.run
+ptxas.subprocess.run = lambda cmd, *a, **k: runs.append(cmd) or run(cmd, *a, **k)
+''' + _GEMM + '''
 
 kernel = matmul(512, 512, 256)
 assert "wgmma.mma_async" in kernel.get_kernel_source()
@@ -166,3 +170,60 @@ def test_building_the_reference_gemm_runs_ptxas_once_and_skips_passes_that_are_o
     loaded = set(modules.split())
     assert "tilec.passes.tile_warp_specialize" in loaded  # the build did run the Hopper passes
     assert not loaded & {"tilec.passes.tile_cluster", "tilec.passes.tile_warpgroup_pingpong"}
+
+
+def _same_op(a, b) -> None:
+    assert (type(a), a.operands, [r.type for r in a.results], a.properties, a.attributes, a.successors,
+            len(a.regions)) == (type(b), b.operands, [r.type for r in b.results], b.properties, b.attributes,
+                                b.successors, len(b.regions))
+
+
+def test_fast_ops_build_what_the_op_constructors_build():
+    """tilec.dialects.fast_ops skips IRDL's builder; the ops must be the constructors' own."""
+    from tilec.dialects import fast_ops
+    from xdsl.dialects import arith, memref
+    from xdsl.dialects.builtin import Float32Type, IndexType, IntegerAttr, MemRefType, i32
+    from xdsl.ir import Block
+
+    block = Block(arg_types=[IndexType(), IndexType(), i32, i32, MemRefType(Float32Type(), [8]), Float32Type()])
+    x, y, a, b, mem, f = block.args
+    binaries = [c for c in vars(arith).values() if isinstance(c, type) and issubclass(c, arith.SignlessIntegerBinaryOperation)
+                and getattr(c, "name", None)]
+    assert {arith.AddiOp, arith.MuliOp, arith.DivUIOp, arith.XOrIOp, arith.ShLIOp} <= set(binaries)
+    for cls in binaries:
+        _same_op(fast_ops.binary(cls, x, y), cls(x, y))
+        _same_op(fast_ops.binary(cls, a, b), cls(a, b))
+    _same_op(fast_ops.constant(IntegerAttr(3, IndexType()), IndexType()), arith.ConstantOp(IntegerAttr(3, IndexType()), IndexType()))
+    _same_op(fast_ops.load(mem, [x]), memref.LoadOp.get(mem, [x]))
+    _same_op(fast_ops.store(f, mem, [x]), memref.StoreOp.get(f, mem, [x]))
+    op = fast_ops.binary(arith.AddiOp, x, y)
+    op.verify()
+
+
+def test_the_lowering_builds_its_index_arithmetic_and_fragment_accesses_with_fast_ops(tmp_path, monkeypatch):
+    """Most of the addi/muli/constant/load/store ops of a lowered gemm come from fast_ops, not
+    through IRDL's builder (the lowering's own index arithmetic and fragment accesses)."""
+    import collections
+    import sys
+
+    from tilec.compiler import lower
+    from tilec.target import resolve_target
+    from xdsl.irdl import operations
+
+    script = tmp_path / "gemm_kernel.py"
+    script.write_text(_GEMM)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import gemm_kernel
+    finally:
+        sys.path.remove(str(tmp_path))
+    program = gemm_kernel.matmul.build_program(256, 256, 128)
+    built = collections.Counter()
+    init = operations.irdl_op_init
+    monkeypatch.setattr(operations, "irdl_op_init", lambda self, op_def, **kw: (built.update([op_def.name]),
+                                                                                 init(self, op_def, **kw))[1])
+    lowered = lower.lower_to_thread(program, resolve_target("sm_90a"), {}, dump_dir="")
+    kinds = ("arith.addi", "arith.muli", "arith.constant", "memref.load", "memref.store")
+    emitted = collections.Counter(op.name for op in lowered.thread.walk() if op.name in kinds)
+    assert sum(emitted.values()) > 500
+    assert sum(built[k] for k in kinds) < sum(emitted.values()) / 4, (built, emitted)
