@@ -177,6 +177,7 @@ class TypeConverter:
         self.index = ir.IntType(options.index_bitwidth)
         self.context = context  # where named struct types live (the module's own context)
         self._structs: dict[tuple[str, ...], ir.IdentifiedStructType] = {}
+        self._converted: dict[Attribute, ir.Type] = {}
 
     def struct(self, elements: list[ir.Type]) -> ir.Type:
         """The struct of `elements`: a literal `{...}` when short; from `_NAMED_STRUCT_MIN` members
@@ -196,6 +197,13 @@ class TypeConverter:
         return ty
 
     def __call__(self, ty: Attribute) -> ir.Type:
+        """The LLVM type of `ty` (converted once per distinct type: llvmlite types are values)."""
+        converted = self._converted.get(ty)
+        if converted is None:
+            converted = self._converted[ty] = self._convert(ty)
+        return converted
+
+    def _convert(self, ty: Attribute) -> ir.Type:
         match ty:
             case IndexType():
                 return self.index
