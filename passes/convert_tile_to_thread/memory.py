@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import math
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, llvm, memref, scf, vector
+from xdsl.dialects import arith, llvm, memref, scf
 from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
@@ -172,11 +172,11 @@ class MemoryAccess:
         def body():
             if width == 1:
                 return self.emit(fast_ops.load(view.mem, [addr])).results[0]
-            return self.emit(vector.LoadOp(view.mem, [addr], typ)).results[0]
+            return self.emit(fast_ops.vector_load(view.mem, [addr], typ)).results[0]
 
         def zero():
             z = self.const(0, view.element_type)
-            return z if width == 1 else self.emit(vector.BroadcastOp(z, typ)).results[0]
+            return z if width == 1 else self.emit(fast_ops.broadcast(z, typ)).results[0]
 
         return self._guarded(self.in_bounds(view, index), typ, body, zero)
 
@@ -188,20 +188,20 @@ class MemoryAccess:
 
         def body():
             if isinstance(value.type, VectorType):
-                self.emit(vector.StoreOp(value, view.mem, [addr]))
+                self.emit(fast_ops.vector_store(value, view.mem, [addr]))
             else:
                 self.emit(fast_ops.store(value, view.mem, [addr]))
 
         self._guarded(guard, None, body, None)
 
     def extract(self, vec: SSAValue, lane: int) -> SSAValue:
-        return self.emit(vector.ExtractOp(vec, [lane], vec.type.element_type)).results[0]
+        return self.emit(fast_ops.extract(vec, lane, vec.type.element_type)).results[0]
 
     def pack(self, values: list[SSAValue]) -> SSAValue:
         typ = VectorType(values[0].type, [len(values)])
-        acc = self.emit(vector.BroadcastOp(values[0], typ)).results[0]
+        acc = self.emit(fast_ops.broadcast(values[0], typ)).results[0]
         for lane, v in enumerate(values[1:], 1):
-            acc = self.emit(vector.InsertOp(v, acc, [lane], typ)).results[0]
+            acc = self.emit(fast_ops.insert(v, acc, lane, typ)).results[0]
         return acc
 
     # -- fragments ------------------------------------------------------------------------

@@ -181,8 +181,8 @@ def _same_op(a, b) -> None:
 def test_fast_ops_build_what_the_op_constructors_build():
     """tilec.dialects.fast_ops skips IRDL's builder; the ops must be the constructors' own."""
     from tilec.dialects import fast_ops
-    from xdsl.dialects import arith, memref
-    from xdsl.dialects.builtin import Float32Type, IndexType, IntegerAttr, MemRefType, i32
+    from xdsl.dialects import arith, memref, vector
+    from xdsl.dialects.builtin import Float32Type, IndexType, IntegerAttr, MemRefType, VectorType, i32
     from xdsl.ir import Block
 
     block = Block(arg_types=[IndexType(), IndexType(), i32, i32, MemRefType(Float32Type(), [8]), Float32Type()])
@@ -196,8 +196,18 @@ def test_fast_ops_build_what_the_op_constructors_build():
     _same_op(fast_ops.constant(IntegerAttr(3, IndexType()), IndexType()), arith.ConstantOp(IntegerAttr(3, IndexType()), IndexType()))
     _same_op(fast_ops.load(mem, [x]), memref.LoadOp.get(mem, [x]))
     _same_op(fast_ops.store(f, mem, [x]), memref.StoreOp.get(f, mem, [x]))
-    op = fast_ops.binary(arith.AddiOp, x, y)
-    op.verify()
+    vec = VectorType(Float32Type(), [4])
+    vmem = MemRefType(Float32Type(), [16])
+    block.insert_arg(vmem, len(block.args))
+    block.insert_arg(vec, len(block.args))
+    vm, v = block.args[-2:]
+    _same_op(fast_ops.vector_load(vm, [x], vec), vector.LoadOp(vm, [x], vec))
+    _same_op(fast_ops.vector_store(v, vm, [x]), vector.StoreOp(v, vm, [x]))
+    _same_op(fast_ops.broadcast(f, vec), vector.BroadcastOp(f, vec))
+    _same_op(fast_ops.insert(f, v, 2, vec), vector.InsertOp(f, v, [2], vec))
+    _same_op(fast_ops.extract(v, 3, Float32Type()), vector.ExtractOp(v, [3], Float32Type()))
+    for op in (fast_ops.binary(arith.AddiOp, x, y), fast_ops.insert(f, v, 2, vec), fast_ops.extract(v, 3, Float32Type())):
+        op.verify()
 
 
 def test_the_lowering_builds_its_index_arithmetic_and_fragment_accesses_with_fast_ops(tmp_path, monkeypatch):
@@ -223,7 +233,8 @@ def test_the_lowering_builds_its_index_arithmetic_and_fragment_accesses_with_fas
     monkeypatch.setattr(operations, "irdl_op_init", lambda self, op_def, **kw: (built.update([op_def.name]),
                                                                                  init(self, op_def, **kw))[1])
     lowered = lower.lower_to_thread(program, resolve_target("sm_90a"), {}, dump_dir="")
-    kinds = ("arith.addi", "arith.muli", "arith.constant", "memref.load", "memref.store")
+    kinds = ("arith.addi", "arith.muli", "arith.constant", "memref.load", "memref.store", "vector.insert",
+             "vector.broadcast", "vector.store")
     emitted = collections.Counter(op.name for op in lowered.thread.walk() if op.name in kinds)
     assert sum(emitted.values()) > 500
     assert sum(built[k] for k in kinds) < sum(emitted.values()) / 4, (built, emitted)
