@@ -47,10 +47,10 @@ class LazyFormatProgram:
 
 
 def _patch(module) -> None:
-    program = module.FormatProgram
-    eager = program.from_str
-    if getattr(eager, "lazy", False):
-        return
+    program = getattr(module, "FormatProgram", None)
+    eager = getattr(program, "from_str", None)
+    if eager is None or getattr(eager, "lazy", False):
+        return  # another xDSL than 0.75's layout: its formats stay eager (slower, same IR)
 
     def from_str(text: str, op_def):
         return LazyFormatProgram(text, op_def, eager)
@@ -91,5 +91,5 @@ def is_installed() -> bool:
     """Whether the formats of ops defined now are lazy (or will be, once xDSL loads)."""
     module = sys.modules.get(MODULE)
     if module is not None:
-        return bool(getattr(module.FormatProgram.from_str, "lazy", False))
+        return bool(getattr(getattr(getattr(module, "FormatProgram", None), "from_str", None), "lazy", False))
     return any(isinstance(f, _PatchOnLoad) for f in sys.meta_path)
