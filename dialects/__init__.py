@@ -20,15 +20,22 @@ def print_ir(op) -> str:
     return out.getvalue() + "\n"
 
 
+_IS_TERMINATOR: dict[type, bool] = {}  # per op class (traits are class-level): has_trait is ~5 µs a call
+
+
 def append_op(block, op) -> None:
     """Adds `op` at the end of `block`, before its terminator if it has one already."""
-    from xdsl.traits import IsTerminator
-
     last = block.last_op
-    if last is not None and last.has_trait(IsTerminator):
-        block.insert_op_before(op, last)
-    else:
-        block.add_op(op)
+    if last is not None:
+        terminator = _IS_TERMINATOR.get(type(last))
+        if terminator is None:
+            from xdsl.traits import IsTerminator
+
+            terminator = _IS_TERMINATOR[type(last)] = last.has_trait(IsTerminator)
+        if terminator:
+            block.insert_op_before(op, last)
+            return
+    block.add_op(op)
 
 
 def context() -> Context:

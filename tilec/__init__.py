@@ -10,6 +10,7 @@ TileLang programs import (`autotuner`, `testing`, `profiler`, `layout`, `env`,
 import importlib as _importlib
 import logging as _logging
 
+from tilec import lazy_formats as _lazy_formats
 from tilec import log as _log  # noqa: F401 - sets up the `tilec` logger (TILEC_LOG)
 from tilec import profiler
 from tilec._version import __version__
@@ -25,6 +26,7 @@ from tilec.transform import PassConfigKey
 from tilec.utils.tensor import TensorSupplyType
 
 logger = _logging.getLogger("tilec")
+_lazy_formats.install()  # xDSL's op formats parsed on first use (~0.08 s of a cold build)
 
 _SUBMODULES = ("autotuner", "carver", "contrib", "engine", "language", "layout", "testing", "tools", "tvm", "utils")
 

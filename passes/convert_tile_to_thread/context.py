@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from tilec.dialects import append_op, arith_utils, nvvm, tile
+from tilec.dialects import append_op, arith_utils, fast_ops, nvvm, tile
 from tilec.dialects.arith_utils import is_float
 from tilec.errors import error_at
 
@@ -118,7 +118,7 @@ class Lowerer(MemoryAccess):
         if key in self.consts:
             return self.consts[key]
         attr = FloatAttr(float(value), typ) if is_float(typ) else IntegerAttr(int(value), typ)
-        op = arith.ConstantOp(attr, typ)
+        op = fast_ops.constant(attr, typ)
         op.location = self.location
         entry = self.blocks[0]
         first = entry.first_op
@@ -149,7 +149,8 @@ class Lowerer(MemoryAccess):
             return b
         if b == 0:
             return a
-        return self._index_op(arith.AddiOp(self.ssa(a), self.ssa(b)), math.gcd(self.mult(a), self.mult(b)))
+        return self._index_op(fast_ops.binary(arith.AddiOp, self.ssa(a), self.ssa(b)),
+                              math.gcd(self.mult(a), self.mult(b)))
 
     def mul(self, a: Index, b: Index) -> Index:
         if isinstance(a, int) and isinstance(b, int):
@@ -160,7 +161,7 @@ class Lowerer(MemoryAccess):
             return a
         if a == 0 or b == 0:
             return 0
-        return self._index_op(arith.MuliOp(self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
+        return self._index_op(fast_ops.binary(arith.MuliOp, self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
 
     def div(self, a: Index, b: int) -> Index:
         """a // b for a non-negative index and a power of two b."""
@@ -168,7 +169,8 @@ class Lowerer(MemoryAccess):
             return a // b
         if b == 1:
             return a
-        return self._index_op(arith.DivUIOp(a, self.const(b)), max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
+        return self._index_op(fast_ops.binary(arith.DivUIOp, a, self.const(b)),
+                              max(1, self.mult(a) // b) if self.mult(a) % b == 0 else 1)
 
     def rem(self, a: Index, b: int) -> Index:
         """a % b for a non-negative index and a power of two b."""
@@ -178,7 +180,7 @@ class Lowerer(MemoryAccess):
             return 0
         if self.mult(a) % b == 0:
             return 0
-        return self._index_op(arith.RemUIOp(a, self.const(b)), math.gcd(self.mult(a), b))
+        return self._index_op(fast_ops.binary(arith.RemUIOp, a, self.const(b)), math.gcd(self.mult(a), b))
 
     def thread_id(self) -> SSAValue:
         assert self.tid is not None
@@ -192,11 +194,11 @@ class Lowerer(MemoryAccess):
         if key not in self.coords:
             t = self.thread_id()
             if mode.stride > 1:
-                t = self._at_entry(arith.DivUIOp(t, self.const(mode.stride)))
+                t = self._at_entry(fast_ops.binary(arith.DivUIOp, t, self.const(mode.stride)))
             if mode.stride % 32 == 0 and self.threads % 32 == 0:
                 t = self._warp_uniform(t)
             if mode.stride * mode.size < self.threads:
-                t = self._at_entry(arith.RemUIOp(t, self.const(mode.size)))
+                t = self._at_entry(fast_ops.binary(arith.RemUIOp, t, self.const(mode.size)))
             self.coords[key] = t
         return self.coords[key]
 

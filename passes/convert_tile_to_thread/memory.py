@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import math
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, llvm, memref, scf, vector
+from xdsl.dialects import arith, llvm, memref, scf
 from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 
 from tilec.dialects.tile import element_bytes as tile_element_bytes
+from tilec.dialects import fast_ops
 from tilec.dialects.tile import xor_swizzle
 from tilec.dialects.tile.layout import Layout
 
@@ -106,9 +107,9 @@ class MemoryAccess:
         if isinstance(addr, int):
             return xor_swizzle(addr * esize, view.swizzle) // esize
         chunk_align = math.gcd(self.mult(addr), 16 // esize)
-        byte = self.emit(arith.MuliOp(addr, self.const(esize))).results[0]
+        byte = self.emit(fast_ops.binary(arith.MuliOp, addr, self.const(esize))).results[0]
         moved = xor_swizzle(byte, view.swizzle, _BitOps(self))
-        return self._index_op(arith.DivUIOp(moved, self.const(esize)), chunk_align)
+        return self._index_op(fast_ops.binary(arith.DivUIOp, moved, self.const(esize)), chunk_align)
 
     def in_bounds(self, view: View, index: list[Index]) -> SSAValue | None:
         """The condition that `index` lies inside the root tensor (None: always)."""
@@ -170,12 +171,12 @@ class MemoryAccess:
 
         def body():
             if width == 1:
-                return self.emit(memref.LoadOp.get(view.mem, [addr])).results[0]
-            return self.emit(vector.LoadOp(view.mem, [addr], typ)).results[0]
+                return self.emit(fast_ops.load(view.mem, [addr])).results[0]
+            return self.emit(fast_ops.vector_load(view.mem, [addr], typ)).results[0]
 
         def zero():
             z = self.const(0, view.element_type)
-            return z if width == 1 else self.emit(vector.BroadcastOp(z, typ)).results[0]
+            return z if width == 1 else self.emit(fast_ops.broadcast(z, typ)).results[0]
 
         return self._guarded(self.in_bounds(view, index), typ, body, zero)
 
@@ -187,20 +188,20 @@ class MemoryAccess:
 
         def body():
             if isinstance(value.type, VectorType):
-                self.emit(vector.StoreOp(value, view.mem, [addr]))
+                self.emit(fast_ops.vector_store(value, view.mem, [addr]))
             else:
-                self.emit(memref.StoreOp.get(value, view.mem, [addr]))
+                self.emit(fast_ops.store(value, view.mem, [addr]))
 
         self._guarded(guard, None, body, None)
 
     def extract(self, vec: SSAValue, lane: int) -> SSAValue:
-        return self.emit(vector.ExtractOp(vec, [lane], vec.type.element_type)).results[0]
+        return self.emit(fast_ops.extract(vec, lane, vec.type.element_type)).results[0]
 
     def pack(self, values: list[SSAValue]) -> SSAValue:
         typ = VectorType(values[0].type, [len(values)])
-        acc = self.emit(vector.BroadcastOp(values[0], typ)).results[0]
+        acc = self.emit(fast_ops.broadcast(values[0], typ)).results[0]
         for lane, v in enumerate(values[1:], 1):
-            acc = self.emit(vector.InsertOp(v, acc, [lane], typ)).results[0]
+            acc = self.emit(fast_ops.insert(v, acc, lane, typ)).results[0]
         return acc
 
     # -- fragments ------------------------------------------------------------------------
@@ -212,10 +213,10 @@ class MemoryAccess:
         return op.results[0]
 
     def frag_load(self, view: View, slot: int) -> SSAValue:
-        return self.emit(memref.LoadOp.get(view.mem, [self.const(slot)])).results[0]
+        return self.emit(fast_ops.load(view.mem, [self.const(slot)])).results[0]
 
     def frag_store(self, view: View, slot: int, value: SSAValue) -> None:
-        self.emit(memref.StoreOp.get(self.convert(value, view.element_type), view.mem, [self.const(slot)]))
+        self.emit(fast_ops.store(self.convert(value, view.element_type), view.mem, [self.const(slot)]))
 
 
 class _BitOps:
@@ -225,7 +226,7 @@ class _BitOps:
         self.L = lowerer
 
     def _emit(self, cls, a: Index, b: Index) -> SSAValue:
-        return self.L.emit(cls(self.L.ssa(a), self.L.ssa(b))).results[0]
+        return self.L.emit(fast_ops.binary(cls, self.L.ssa(a), self.L.ssa(b))).results[0]
 
     def shr(self, a: Index, b: Index) -> SSAValue:
         return self._emit(arith.ShRUIOp, a, b)

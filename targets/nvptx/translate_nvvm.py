@@ -7,7 +7,7 @@ from llvmlite import ir
 from tilec.dialects import nvvm
 
 from .translate import FunctionTranslator as T
-from .translate import lowers
+from .translate import MEMBER_READERS, lowers
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
@@ -131,9 +131,9 @@ def _scalars(t: T, values: list[ir.Value]) -> tuple[list[ir.Value], list[int | N
     """The scalars of `values` (struct members in order) and each value's member count (None: scalar)."""
     flat, counts = [], []
     for v in values:
-        if isinstance(v.type, ir.LiteralStructType):
+        if isinstance(v.type, ir.BaseStructType):
             counts.append(len(v.type.elements))
-            flat += [t.b.extract_value(v, i) for i in range(len(v.type.elements))]
+            flat += [t.extract_value(v, i) for i in range(len(v.type.elements))]
         else:
             counts.append(None)
             flat.append(v)
@@ -151,7 +151,7 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
     flat, counts = _scalars(t, t.operands(op))
     outs = ",".join("=" + _CONSTRAINT[str(v.type)] for v in flat)
     ties = ",".join(str(i) for i in range(len(flat)))
-    ret = flat[0].type if len(flat) == 1 else ir.LiteralStructType([v.type for v in flat])
+    ret = flat[0].type if len(flat) == 1 else t.types.struct([v.type for v in flat])
     res = t.b.asm(ir.FunctionType(ret, [v.type for v in flat]), f"wgmma.wait_group.sync.aligned {group};",
                   f"{outs},{ties},~{{memory}}", flat, True)
     scalars = [res] if len(flat) == 1 else [t.b.extract_value(res, i) for i in range(len(flat))]
@@ -162,11 +162,16 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
             at += 1
             continue
         agg = ir.Constant(value.type, ir.Undefined)
+        build = not t.reads_members_only(op.results[len(results)])
         for i in range(count):
-            agg = t.b.insert_value(agg, scalars[at + i], i)
+            agg = t.insert_value(agg, scalars[at + i], i, build=build)
         results.append(agg)
         at += count
     t.set(op, *results)
+
+
+MEMBER_READERS[nvvm.WgmmaWaitGroupSyncOp] = lambda op, index: True  # every operand, by `_scalars`
+MEMBER_READERS[nvvm.WgmmaMmaAsyncOp] = lambda op, index: op.operands[index] in (op.inouts, op.descriptorA)
 
 
 @lowers(nvvm.WgmmaMmaAsyncOp)
@@ -202,7 +207,7 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
     fp8 = type_a in ("e4m3", "e5m2")  # 8-bit operands have no imm-trans (always K-major)
     text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{type_a}.{type_b} {{{regs}}}, {a_text}, ${b_at}, "
             f"{scale}, 1, 1" + ("" if fp8 else f", {trans}") + ";")
-    ret = ir.LiteralStructType([ir.FloatType()] * outs)
+    ret = t.types.struct([ir.FloatType()] * outs)
     t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
 
 

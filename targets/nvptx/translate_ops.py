@@ -575,13 +575,21 @@ def _int_to_ptr(t: T, op: llvm.IntToPtrOp) -> None:
 
 @lowers(llvm.ExtractValueOp)
 def _extract_value(t: T, op: llvm.ExtractValueOp) -> None:
-    t.set(op, t.b.extract_value(t.get(op.container), list(op.position.get_values())))
+    pos = list(op.position.get_values())
+    if len(pos) == 1:
+        t.set(op, t.extract_value(t.get(op.container), pos[0]))
+    else:
+        t.set(op, t.b.extract_value(t.get(op.container), pos))
 
 
 @lowers(llvm.InsertValueOp)
 def _insert_value(t: T, op: llvm.InsertValueOp) -> None:
     pos = list(op.position.get_values())
-    t.set(op, t.b.insert_value(t.get(op.container), t.get(op.value), pos))
+    if len(pos) == 1:
+        build = not t.reads_members_only(op.results[0])
+        t.set(op, t.insert_value(t.get(op.container), t.get(op.value), pos[0], build=build))
+    else:
+        t.set(op, t.b.insert_value(t.get(op.container), t.get(op.value), pos))
 
 
 @lowers(llvm.UndefOp)

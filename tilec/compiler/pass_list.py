@@ -13,7 +13,6 @@ from __future__ import annotations
 def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     """The tile-level passes for an NVIDIA target (and for "sim", which lowers for sm_90a), in order."""
     from tilec.passes.canonicalize import tile as _  # noqa: F401 - canonicalization patterns load lazily
-    from tilec.passes.tile_cluster import TileClusterPass
     from tilec.passes.tile_infer_layout import TileInferLayoutPass
     from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
     from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
@@ -24,7 +23,6 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
 
     from tilec.passes.tile_stage_epilogue import TileStageEpiloguePass
     from tilec.passes.tile_warp_specialize import TileWarpSpecializePass
-    from tilec.passes.tile_warpgroup_pingpong import TileWarpgroupPingpongPass
 
     configs = pass_configs or {}
     # mma.sync m16n8k16 and cp.async both come with sm_80: `has_cp_async` stands for both.
@@ -32,6 +30,12 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     wgmma = target.has_wgmma and configs.get("tilec.enable_wgmma", True) and not configs.get("tl.disable_wgmma")
     specialize = wgmma and target.has_tma and not configs.get("tl.disable_warp_specialized") and \
         not configs.get("tl.disable_tma_lower")
+    cluster = specialize and configs.get("tilec.cluster", False)
+    pingpong = specialize and configs.get("tilec.warpgroup_pingpong", False)
+    if cluster:  # the passes that are off by default are imported only when they run
+        from tilec.passes.tile_cluster import TileClusterPass
+    if pingpong:
+        from tilec.passes.tile_warpgroup_pingpong import TileWarpgroupPingpongPass
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSplitMasksPass()] if configs.get("tilec.split_masks", True) else []),  # masks only where not uniform
@@ -40,7 +44,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
                                   pingpong=bool(configs.get("tilec.pingpong", True)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
-        *([TileClusterPass(target=target.name)] if specialize and configs.get("tilec.cluster", False) else []),  # share loads
+        *([TileClusterPass(target=target.name)] if cluster else []),  # share loads
         *([TileStageEpiloguePass(target=target.name)] if specialize else []),  # their results: 16-byte stores
         *([TilePipelinePass(target=target.name)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
         TileInferLayoutPass(),  # thread ↔ element maps for fragments and T.Parallel loops
@@ -48,5 +52,5 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
         # after the barriers, so that it sees any a turn would hold: the warpgroups of a tile take turns at the gemms
         # (off by default: measured slower on the H200, run s5f, bench/NOTES.md)
-        *([TileWarpgroupPingpongPass()] if specialize and configs.get("tilec.warpgroup_pingpong", False) else []),
+        *([TileWarpgroupPingpongPass()] if pingpong else []),
     ]
