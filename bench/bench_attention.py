@@ -75,7 +75,8 @@ if os.environ.get("BENCH_ATTN_TILES"):
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
          "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
-         "ws-pingpong": {"tilec.warpgroup_pingpong": True}}  # the consumer warpgroups' gemms taking turns
+         "ws-pingpong": {"tilec.warpgroup_pingpong": True},  # the consumer warpgroups' gemms taking turns
+         "ws-rings": {"tilec.operand_rings": True}}  # K and V on full/empty rings of their own
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 
