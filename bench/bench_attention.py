@@ -76,7 +76,8 @@ MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
          "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
          "ws-pingpong": {"tilec.warpgroup_pingpong": True},  # the consumer warpgroups' gemms taking turns
-         "ws-rings": {"tilec.operand_rings": True}}  # K and V on full/empty rings of their own
+         "ws-rings": {"tilec.operand_rings": True},  # K and V on full/empty rings of their own
+         "ws-overlap": {"tilec.softmax_overlap": True}}  # FA3's rotated loop: softmax(j) under P V of j - 1
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

@@ -55,6 +55,7 @@ from .analysis import constant_value, value_range
 from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
                           top_level, unstaged_shared_bytes, use_stage_views, writes_global)
+from .softmax_overlap import overlap_softmax
 from .target_facts import shared_limit
 
 __all__ = ["TileWarpSpecializePass", "arrive_per_warp", "operand_rings", "tma_box"]
@@ -627,6 +628,11 @@ class TileWarpSpecializePass(ModulePass):
     `tilec.operand_rings`; FA3's pipeline_k / pipeline_v): attention's Q K^T waits for K only,
     K's stage goes back once S is computed, V's once P V is done."""
 
+    softmax_overlap: bool = False
+    """FlashAttention-3's intra-warpgroup overlap (pass config `tilec.softmax_overlap`, implies
+    `operand_rings`; softmax_overlap.py): the consumer loop rotated so that the softmax of block j
+    runs under P V of block j - 1."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
             # (named barriers of the kernel's own would meet the groups' barriers 1-2 and turns 5-6)
@@ -634,9 +640,12 @@ class TileWarpSpecializePass(ModulePass):
             groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP and not named else 1
             wanted = self.persistent or groups > 1  # ping-pong runs persistent
             plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups)
-            if plan is not None and self.operand_rings:
+            if plan is None:
+                continue
+            if self.operand_rings or self.softmax_overlap:
                 plan.rings = operand_rings(plan.loop, plan.copies)
-            if plan is not None:
-                # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
-                persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
-                warp_specialize(kernel, plan, persistent, groups if persistent else 1)
+            # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
+            persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
+            warp_specialize(kernel, plan, persistent, groups if persistent else 1)
+            if self.softmax_overlap and plan.rings and not persistent:
+                overlap_softmax(plan.loop)
