@@ -23,32 +23,36 @@ Fails: never; a loop that does not fit is left as it is, the reason in its
     tile.for %k = lb + 1 to ub {
       head(k) ; G1 {in_flight = 1} ; o *= alpha (k-1) ; wait V(k-1) ; G2(k-1) {in_flight = 2}
       tile.gemm_wait %s {pending = 1} ; release K(k) ; softmax(k) without O and P
-      tile.gemm_wait %o ; release V(k-1) ; p = s (k)
+      scf.if k + 1 < ub { wait K(k+1) } ; tile.gemm_wait %o ; release V(k-1) ; p = s (k)
     }
     o *= alpha (ub-1) ; wait V(ub-1) ; G2(ub-1) ; release V(ub-1)
 
-Measured on the CPU (ptxas, cuobjdump): the loop holds 8 + 8 HGMMA for D = 128 and no wgmma
-serialization, but ptxas hoists the `wgmma.wait_group 0` (WARPGROUP.DEPBAR.LE gsb0, 0x0) and the
-V release up into the row max, before the exponentials: the wait carries no register dependency
-in PTX, and its scheduler fills the shuffles' latency with it. What of the softmax overlaps P V
-is up to that placement.
+The wait for G2 has no register operand in PTX, and ptxas's scheduler hoists it (and the V
+release) into the row max, to the first shuffle's latency, unless a basic block boundary keeps it
+below: with two or more stages the softmax ends with the wait for K of block k + 1 (in
+`scf.if k + 1 < ub`, a loop on an mbarrier; the next iteration's own wait then passes at once).
+Measured on the CPU (ptxas 13.0, cuobjdump) for D = 128, 128x128 tiles: all 64 exponentials of
+the loop before WARPGROUP.DEPBAR.LE gsb0, 0x0, none without that wait. With one stage the
+producer loads K of k + 1 only after V of k, into the stage V of k - 1 frees after the wait for
+G2: no early wait there.
 """
 
 from __future__ import annotations
 
 from tilec.dialects import tile
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value, value_range
 from .fragment_conversions import reads, writes
 from .loop_stages import Builder, clone_slice, pure
 
-__all__ = ["NOT_APPLIED", "overlap_softmax"]
+__all__ = ["NOT_APPLIED", "ROTATED", "overlap_softmax"]
 
 NOT_APPLIED = "tilec.not_softmax_overlap"
+ROTATED = "tilec.softmax_overlap"  # on the rotated loop, for tile-warpgroup-pingpong
 
 
 def _root(value: SSAValue) -> SSAValue:
@@ -207,15 +211,33 @@ def overlap_softmax(loop: tile.ForOp) -> bool:
     yield_op = body.last_op
     for op in convert:
         op.detach()
-    Rewriter.insert_op([tile.GemmWaitOp(second.c, 0), *now.ops[split:], *convert], InsertPoint.before(yield_op))
+    # (one stage: the producer loads K of k + 1 only after V of k, into the stage V of k - 1 frees after this)
+    pin = _wait_for_the_next_block(loop, head, body) if loop.warp_specialized_stages.value.data > 1 else []
+    Rewriter.insert_op([*pin, tile.GemmWaitOp(second.c, 0), *now.ops[split:], *convert], InsertPoint.before(yield_op))
     for op in reversed(group):
         Rewriter.erase_op(op)
     one = arith.ConstantOp(IntegerAttr(1, loop.lb.type))
     start = arith.AddiOp(loop.lb, one.result)
     Rewriter.insert_op([one, start], InsertPoint.before(loop))
     loop.operands[0] = start.result
+    loop.attributes[ROTATED] = UnitAttr()
     _drop_unused(list(body.ops))
     return True
+
+
+def _wait_for_the_next_block(loop: tile.ForOp, head: list[Operation], body: Block) -> list[Operation]:
+    """`scf.if k + 1 < ub { the wait for K of block k + 1 }`, for the end of the softmax: ptxas
+    schedules within basic blocks, and the wait for G2 behind that loop on an mbarrier can no
+    longer be hoisted above the softmax (with no data dependency in PTX, it would be)."""
+    waits = [op for op in head if isinstance(op, tile.MBarrierWaitParityOp)]
+    b = Builder()
+    following = b.binary(arith.AddiOp, loop.induction_var, 1)
+    more = b.add(arith.CmpiOp(following, loop.ub, "ult"))
+    inner = Builder()
+    _clone_at(waits, body, loop.induction_var, following, inner)
+    inner.ops.append(scf.YieldOp())
+    b.ops.append(scf.IfOp(more, [], Region(Block(inner.ops))))
+    return b.ops
 
 
 def _drop_unused(ops: list[Operation]) -> None:

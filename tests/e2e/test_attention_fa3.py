@@ -24,6 +24,7 @@ from tilec.target import resolve_target
 
 RINGS = {"tilec.operand_rings": True}
 OVERLAP = {"tilec.softmax_overlap": True}
+TURNS = {**OVERLAP, "tilec.warpgroup_pingpong": True}
 
 _SHAPES = [  # (batch, heads, seq_len, dim, causal, block_M, block_N, stages, threads, dtype): two warpgroups
     (1, 1, 200, 128, False, 128, 64, 2, 256, "float16"),
@@ -65,6 +66,18 @@ def test_softmax_overlap_on_the_simulator(case):
     run_case(case, "sim", "cpu", pass_configs=OVERLAP)
 
 
+@pytest.mark.parametrize("case", TURN_CASES, ids=lambda c: c.name)
+def test_turns_on_the_rotated_loop_on_the_simulator(case):
+    """FA3's turns on the rotated loop: the first block's Q K^T, each iteration's two gemms and the
+    last block's P V each take a turn; each warpgroup simulated on its own."""
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=TURNS)
+    tile_ir, thread_ir = kernel.get_ir("tile-opt"), kernel.get_ir("thread")
+    assert tile_ir.count("tile.warpgroup_wait_turn") == 3 and tile_ir.count("tile.warpgroup_pass_turn") == 3
+    assert "not_warpgroup_pingpong" not in tile_ir and "pending = 1" in tile_ir
+    assert "tilec.consumer_groups = array<i64: 2, 128>" in thread_ir
+    run_case(case, "sim", "cpu", pass_configs=TURNS)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_softmax_overlap_gqa_with_lse_on_the_simulator(causal):
     """examples/flash_attention.py: 4 query heads on 2 KV heads, S = 200; O and LSE checked."""
@@ -91,24 +104,38 @@ def _cuobjdump() -> str | None:
     return shutil.which("cuobjdump") or next((p for p in paths if os.path.isfile(p)), None)
 
 
-@pytest.mark.parametrize("dim,tiles", [(64, (128, 128)), (128, (128, 128)), (256, (128, 64))], ids=["d64", "d128", "d256"])
+_BENCH_TILES = [(64, (128, 128)), (128, (128, 128)), (256, (128, 64))]
+
+
+@pytest.mark.parametrize("configs", [OVERLAP, TURNS], ids=["overlap", "overlap_turns"])
+@pytest.mark.parametrize("dim,tiles", _BENCH_TILES, ids=["d64", "d128", "d256"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, ptxas, tmp_path):
-    """The bench's tiles (two consumer warpgroups, two stages): no spills, no wgmma serialization
-    (C7510-C7520); in the SASS twice the HGMMA of the unrotated kernel (Q K^T peeled before the
-    loop, P V after it), half of them with a register A (P V), and in the loop the wait for S
-    with P V still in flight: WARPGROUP.DEPBAR.LE gsb0, 0x1 after the two gemms' groups."""
+def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, configs, ptxas, tmp_path):
+    """The bench's tiles (two consumer warpgroups, two stages): no wgmma serialization
+    (C7510-C7520), no spills (but with the turns at D = 256, causal: a few bytes); in the SASS
+    twice the HGMMA of the unrotated kernel (Q K^T peeled before the loop, P V after it), half of
+    them with a register A (P V); in the loop the wait for S with P V still in flight
+    (WARPGROUP.DEPBAR.LE gsb0, 0x1 after the two groups), and every exponential of the softmax
+    before the wait for P V (DEPBAR.LE gsb0, 0x0): ptxas did not hoist it."""
     prim = attention(2, 2048 // dim, 1024, dim, causal, *tiles, 2, 256)
-    cubin, report, name = _sm90a(prim, OVERLAP)
-    assert not report.kernels[name].spills and "C75" not in report.log, report.log
+    cubin, report, name = _sm90a(prim, configs)
+    assert "C75" not in report.log, report.log
+    assert not report.kernels[name].spills or (configs is TURNS and dim == 256 and causal)
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     path = tmp_path / "attention.cubin"
     path.write_bytes(cubin)
     dump = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
-    text = "\n".join(re.findall(r"/\*[0-9a-f]{4,}\*/\s+(.*?;)", dump))
+    sass = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(.*?;)", dump)
+    text = "\n".join(sass)
     hgmma = re.findall(r"HGMMA\.64x\d+x16\.F32\S* R\d+, (R\d+|gdesc)", text)
     steps = dim // 16 + tiles[1] // 16  # k16 steps of Q K^T and of P V, one m64 block per warpgroup
     assert len(hgmma) == 2 * steps and hgmma.count("gdesc") == 2 * (dim // 16), text
-    assert re.search(r"gsb0 ;\s*\n\s*WARPGROUP\.DEPBAR\.LE gsb0, 0x2 ;\s*\n\s*WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;", text)
+    assert re.search(r"gsb0, 0x2 ;\s*\n\s*(BAR\.ARV R\d+, 0x100 ;\s*\n\s*)?WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;", text)
+    start = next(i for i, line in enumerate(sass) if "DEPBAR.LE gsb0, 0x2" in line)
+    end = next(i for i in range(start, len(sass)) if "DEPBAR.LE gsb0, 0x0" in sass[i])
+    exps = sum("MUFU.EX2" in line for line in sass[start:end])
+    assert exps >= tiles[1] // 2, f"{exps} exponentials of {tiles[1] // 2} before the wait for P V"
+    if configs is TURNS:
+        assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", text)) == 3, text
