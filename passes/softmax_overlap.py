@@ -15,7 +15,9 @@ Establishes: the loop is rotated by half an iteration (FA3's mainloop, IntraWGOv
   reads until the wait). The rescale reads alpha_{j-1}, written before and overwritten only by
   the softmax after it.
 Fails: never; a loop that does not fit is left as it is, the reason in its
-  `tilec.not_softmax_overlap` attribute.
+  `tilec.not_softmax_overlap` attribute: among others, one whose S, O and P (P of the block
+  before) with a margin of 40 take more 32-bit registers per consumer thread than setmaxnreg
+  gives (D = 256 on one warpgroup with 64x128 tiles: 264 of 232; ptxas spills 300+ bytes).
 
     tile.for %k = lb to ub { head(k) ; G1 ; softmax(k) (o *= alpha, p = s) ; wait V(k) ; G2 ; release V(k) }
   becomes
@@ -38,6 +40,8 @@ G2: no early wait there.
 """
 
 from __future__ import annotations
+
+import math
 
 from tilec.dialects import tile
 from xdsl.dialects import arith, scf
@@ -141,6 +145,9 @@ def _split(loop: tile.ForOp):
     lb, ub = value_range(loop.lb), value_range(loop.ub)
     if lb is None or ub is None or not lb[1] < ub[0]:
         raise _Decline("the loop may run no iteration (its first and last are peeled)")
+    why = _registers_short(loop, first, second)
+    if why is not None:
+        raise _Decline(why)
     i1, i2 = ops.index(first), ops.index(second)
     head, mid, tail = ops[:i1], ops[i1 + 1:i2], ops[i2 + 1:-1]
     o = _root(second.c)
@@ -171,6 +178,29 @@ def _split(loop: tile.ForOp):
     if not all(_slice_is_index_math(op, body, loop.induction_var, seen) for op in group + convert):
         raise _Decline("the second gemm's operands depend on more than the iteration's index")
     return first, second, head, early, convert, group
+
+
+MARGIN = 40  # registers besides the gemms' fragments: addresses, row statistics, the softmax's temporaries
+
+
+def _registers_short(loop: tile.ForOp, first: tile.GemmOp, second: tile.GemmOp) -> str | None:
+    """Why the rotated loop would spill (None: it fits): during the softmax of S_j, O and P_{j-1}
+    (both still read by G2) and S_j are all live, in 32-bit registers per consumer thread."""
+    ws = loop.parent_op()
+    while ws is not None and not isinstance(ws, tile.WarpSpecializeOp):
+        ws = ws.parent_op()
+    kernel = ws.parent_op() if ws is not None else None
+    while kernel is not None and not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    if ws is None or kernel is None or ws.consumer_regs is None:
+        return "not in the consumer region of a tile.warp_specialize"
+    threads = kernel.num_threads
+    words = sum(math.prod(v.type.shape) * tile.element_bytes(v.type.element_type) for v in (first.c, second.c, second.a))
+    need = words // 4 // threads + MARGIN
+    have = ws.consumer_regs.value.data
+    if need > have:
+        return f"S, O and P of two blocks need about {need} registers per consumer thread, more than its {have}"
+    return None
 
 
 def _conflict(a: Operation, b: Operation) -> bool:

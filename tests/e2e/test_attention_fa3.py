@@ -139,3 +139,14 @@ def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, con
     assert exps >= tiles[1] // 2, f"{exps} exponentials of {tiles[1] // 2} before the wait for P V"
     if configs is TURNS:
         assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", text)) == 3, text
+
+
+def test_softmax_overlap_leaves_a_loop_whose_fragments_do_not_fit():
+    """D = 256 on one consumer warpgroup with 64x128 tiles: S, O and P of two blocks would take
+    about 264 registers per thread of the 232 (ptxas: 300+ bytes of spills, wgmma serialized):
+    the loop stays unrotated, with the reason."""
+    prim = attention(1, 1, 256, 256, False, 64, 128, 2, 128)
+    kernel = tilec.compile(prim, out_idx=[3], target="sim", pass_configs=OVERLAP)
+    tile_ir = kernel.get_ir("tile-opt")
+    assert 'tilec.not_softmax_overlap = "S, O and P of two blocks need about 264 registers' in tile_ir
+    assert "pending = 1" not in tile_ir and "%full_V" in tile_ir  # the operand rings stay
