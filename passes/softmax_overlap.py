@@ -23,12 +23,16 @@ Fails: never; a loop that does not fit is left as it is, the reason in its
   becomes
     head(lb) ; G1 ; softmax(lb) without o *= alpha
     tile.for %k = lb + 1 to ub {
-      head(k) ; G1 {in_flight = 1} ; o *= alpha (k-1) ; wait V(k-1) ; G2(k-1) {in_flight = 2}
+      head(k) ; G1 {in_flight = 1} ; tile.gemm_wait %o {pending = 1} ; o *= alpha (k-1) ; wait V(k-1)
+      G2(k-1) {in_flight = 2}
       tile.gemm_wait %s {pending = 1} ; release K(k) ; softmax(k) without O and P
       scf.if k + 1 < ub { wait K(k+1) } ; tile.gemm_wait %o ; release V(k-1) ; p = s (k)
     }
     o *= alpha (ub-1) ; wait V(ub-1) ; G2(ub-1) ; release V(ub-1)
 
+The rescale follows a `tile.gemm_wait %o {pending = 1}` (it returns at once: only G1 is in
+flight) that O passes through: else LLVM folds the multiplication of the two loop-carried values
+into the iteration before, behind the wait for G2, where it no longer runs under G1.
 The wait for G2 has no register operand in PTX, and ptxas's scheduler hoists it (and the V
 release) into the row max, to the first shuffle's latency, unless a basic block boundary keeps it
 below: with two or more stages the softmax ends with the wait for K of block k + 1 (in
@@ -237,7 +241,10 @@ def overlap_softmax(loop: tile.ForOp) -> bool:
     first.in_flight = IntegerAttr(1, i64)
     issued.in_flight = IntegerAttr(2, i64)  # G1 of this iteration and G2 of the one before
     split = now.ops.index(issued) + 1
-    Rewriter.insert_op([*now.ops[:split], tile.GemmWaitOp(first.c, 1)], InsertPoint.after(first))
+    # O passes through a wait that returns at once (only G1 is in flight): LLVM would otherwise fold the
+    # rescale into the iteration before (the multiplication of two loop-carried values), behind the wait for G2
+    held = tile.GemmWaitOp(second.c, 1)
+    Rewriter.insert_op([held, *now.ops[:split], tile.GemmWaitOp(first.c, 1)], InsertPoint.after(first))
     yield_op = body.last_op
     for op in convert:
         op.detach()

@@ -59,7 +59,8 @@ __all__ = ["TileWarpgroupPingpongPass"]
 NOT_APPLIED = "tilec.not_warpgroup_pingpong"
 
 _QUIET = (tile.FillOp, tile.ParallelOp, tile.StageOp, tile.MBarrierWaitParityOp, tile.MBarrierArriveOp,
-          tile.ThreadIdOp, tile.LoadOp, tile.StoreOp, tile.YieldOp, scf.IfOp, scf.YieldOp)
+          tile.ThreadIdOp, tile.LoadOp, tile.StoreOp, tile.YieldOp, scf.IfOp, scf.YieldOp,
+          tile.GemmWaitOp)  # (wgmma.wait_group: the warpgroup's own gemms)
 
 
 def _quiet(op: Operation) -> bool:

@@ -112,15 +112,18 @@ _BENCH_TILES = [(64, (128, 128)), (128, (128, 128)), (256, (128, 64))]
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, configs, ptxas, tmp_path):
     """The bench's tiles (two consumer warpgroups, two stages): no wgmma serialization
-    (C7510-C7520), no spills (but with the turns at D = 256, causal: a few bytes); in the SASS
+    (C7510-C7520), no spills (but at D = 256, causal: 8 bytes, 68 with the turns); in the SASS
     twice the HGMMA of the unrotated kernel (Q K^T peeled before the loop, P V after it), half of
-    them with a register A (P V); in the loop the wait for S with P V still in flight
-    (WARPGROUP.DEPBAR.LE gsb0, 0x1 after the two groups), and every exponential of the softmax
-    before the wait for P V (DEPBAR.LE gsb0, 0x0): ptxas did not hoist it."""
+    them with a register A (P V); in the loop the rescale of O between the issue of Q K^T and of
+    P V (under Q K^T; ptxas may put one multiplication elsewhere), the wait for S with P V still in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1
+    after the two groups), and every exponential of the softmax before the wait for P V
+    (DEPBAR.LE gsb0, 0x0): ptxas did not hoist it."""
     prim = attention(2, 2048 // dim, 1024, dim, causal, *tiles, 2, 256)
     cubin, report, name = _sm90a(prim, configs)
     assert "C75" not in report.log, report.log
-    assert not report.kernels[name].spills or (configs is TURNS and dim == 256 and causal)
+    k = report.kernels[name]
+    spilled = k.spill_store_bytes + k.spill_load_bytes
+    assert spilled == 0 or (dim == 256 and causal and spilled <= 68), (spilled, report.log)
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
@@ -137,6 +140,11 @@ def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, con
     end = next(i for i in range(start, len(sass)) if "DEPBAR.LE gsb0, 0x0" in sass[i])
     exps = sum("MUFU.EX2" in line for line in sass[start:end])
     assert exps >= tiles[1] // 2, f"{exps} exponentials of {tiles[1] // 2} before the wait for P V"
+    first_rs = next(i for i in range(start, 0, -1) if re.search(r"HGMMA\S* R\d+, R\d+", sass[i])
+                    and not re.search(r"HGMMA\S* R\d+, R\d+", sass[i - 1]))
+    issued = next(i for i in range(first_rs, 0, -1) if re.search(r"HGMMA\S* R\d+, gdesc", sass[i]))
+    rescale = sum(line.startswith("FMUL") for line in sass[issued:first_rs])
+    assert rescale >= dim // 2 - 1, f"{rescale} multiplications of O's {dim // 2} between Q K^T and P V"
     if configs is TURNS:
         assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", text)) == 3, text
 

@@ -3,7 +3,8 @@
 // tile-warp-specialize{softmax_overlap} (softmax_overlap.py, FlashAttention-3's intra-warpgroup
 // overlap): the attention loop (on K and V rings of their own) is rotated by half an iteration.
 // Before it: the first block's Q K^T and softmax, P included, without the rescale of O. In it:
-// Q K_k^T, then the rescale o *= alpha of block k-1 and P_{k-1} V_{k-1} (both gemms left in
+// Q K_k^T, O through a wait that returns at once (so that LLVM keeps the rescale here), then the
+// rescale o *= alpha of block k-1 and P_{k-1} V_{k-1} (both gemms left in
 // flight: 1 and 2), the wait for S alone (pending 1), K_k's release, the softmax of S_k, the wait
 // for K_{k+1} (in its own block: ptxas may then not hoist the wait for P V above the softmax),
 // the wait for P V, V_{k-1}'s release, then P_k. After it: the last block's rescale and P V.
@@ -20,6 +21,7 @@
 // CHECK-NEXT: tile.for %k = %[[LB]] to %c4 step %c1 {
 // CHECK: tile.mbarrier_wait_parity %full_K[%[[SK:.*]]], %{{.*}}
 // CHECK-NEXT: tile.gemm %Q_s, %{{.*}}, %s {{.*}}in_flight = 1 : i64
+// CHECK-NEXT: tile.gemm_wait %o {pending = 1 : i64}
 // CHECK-NEXT: %{{.*}} = arith.constant 1 : index
 // CHECK-NEXT: %[[PREV:.*]] = arith.subi %k, %{{.*}} : index
 // CHECK-NEXT: tile.parallel
