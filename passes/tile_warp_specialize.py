@@ -18,6 +18,11 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   more gemms or other uses of their results (attention: Q K^T, the softmax, P V) waits for each
   gemm (`in_flight = 0`) and releases its own stage at the end of the iteration.
   The loop becomes "serial" with `warp_specialized_stages = S`.
+  Operand rings (`operand_rings`, `softmax_overlap`): when the staged tiles feed different gemms
+  (attention's K for Q K^T, V for P V), each gemm's tiles get a full/empty ring of their own; the
+  producer fills them in the gemms' order, the consumers wait for a ring right before its first
+  gemm and release it right after its last (`operand_rings`). `softmax_overlap` then rotates the
+  loop (softmax_overlap.py: the softmax of block j under P V of block j - 1).
   Persistent (`persistent`): each role loops over the block's tiles in a `tile.persistent`, the
   ring continuing from tile to tile. Ping-pong (`pingpong`, a kernel of one warpgroup): two
   consumer groups (`consumer_groups = 2`), each the kernel's 128 threads with its own shared
