@@ -158,3 +158,13 @@ def test_softmax_overlap_leaves_a_loop_whose_fragments_do_not_fit():
     tile_ir = kernel.get_ir("tile-opt")
     assert 'tilec.not_softmax_overlap = "S, O and P of two blocks need about 264 registers' in tile_ir
     assert "pending = 1" not in tile_ir and "%full_V" in tile_ir  # the operand rings stay
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("configs", [RINGS, OVERLAP, TURNS], ids=["rings", "overlap", "overlap_turns"])
+@pytest.mark.parametrize("case", ATTENTION_CASES + TURN_CASES, ids=lambda c: c.name)
+def test_fa3_schedules_on_the_gpu(case, configs):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs sm_90a")
+    for _ in range(2):
+        run_case(case, "cuda", "cuda", pass_configs=configs, expect_ir="nvvm.wgmma.mma_async")
