@@ -77,7 +77,10 @@ if os.environ.get("BENCH_ATTN_TILES"):
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
          "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
-         "ws-pingpong": {"tilec.warpgroup_pingpong": True}}  # the consumer warpgroups' gemms taking turns
+         "ws-pingpong": {"tilec.warpgroup_pingpong": True},  # the consumer warpgroups' gemms taking turns
+         "ws-rings": {"tilec.operand_rings": True},  # K and V on full/empty rings of their own
+         "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop: softmax(j) under P V of j - 1
+         "ws-overlap-pingpong": {"tilec.softmax_overlap": True, "tilec.warpgroup_pingpong": True}}  # + FA3's turns
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

@@ -18,6 +18,11 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   more gemms or other uses of their results (attention: Q K^T, the softmax, P V) waits for each
   gemm (`in_flight = 0`) and releases its own stage at the end of the iteration.
   The loop becomes "serial" with `warp_specialized_stages = S`.
+  Operand rings (`operand_rings`, `softmax_overlap`): when the staged tiles feed different gemms
+  (attention's K for Q K^T, V for P V), each gemm's tiles get a full/empty ring of their own; the
+  producer fills them in the gemms' order, the consumers wait for a ring right before its first
+  gemm and release it right after its last (`operand_rings`). `softmax_overlap` then rotates the
+  loop (softmax_overlap.py: the softmax of block j under P V of block j - 1).
   Persistent (`persistent`): each role loops over the block's tiles in a `tile.persistent`, the
   ring continuing from tile to tile. Ping-pong (`pingpong`, a kernel of one warpgroup): two
   consumer groups (`consumer_groups = 2`), each the kernel's 128 threads with its own shared
@@ -54,10 +59,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from .analysis import constant_value, value_range
 from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
-                          unstaged_shared_bytes, use_stage_views, writes_global)
+                          top_level, unstaged_shared_bytes, use_stage_views, writes_global)
+from .softmax_overlap import overlap_softmax
 from .target_facts import shared_limit
 
-__all__ = ["TileWarpSpecializePass", "arrive_per_warp", "tma_box"]
+__all__ = ["TileWarpSpecializePass", "arrive_per_warp", "operand_rings", "tma_box"]
 
 PRODUCER_THREADS = 128
 WARPGROUP = 128
@@ -128,6 +134,33 @@ class _Plan:
     copies: list[StagedCopy]
     stages: int
     preloads: list[tile.CopyOp]  # copies before the loop into tiles its gemms read: TMA, once
+    rings: list[list[StagedCopy]] | None = None  # operand rings (`operand_rings`): the copies of each
+
+
+@dataclass
+class _Ring:
+    """One full/empty mbarrier pair over the stages, for the staged copies it carries."""
+
+    copies: list[StagedCopy]
+    full: SSAValue
+    empty: SSAValue
+
+
+def operand_rings(loop: tile.ForOp, copies: list[StagedCopy]) -> list[list[StagedCopy]] | None:
+    """The staged copies of `loop` by the gemm that reads them (FA3's pipeline_k / pipeline_v),
+    in the gemms' order, when they feed different gemms; None when one ring is all there can be:
+    a tile that something other than a top-level wgmma of the loop reads, or one gemm."""
+    body = loop.body.block
+    gemms = [op for op in body.ops if isinstance(op, tile.GemmOp)]
+    groups: dict[int, list[StagedCopy]] = {}
+    for c in copies:
+        readers = [use.operation for use in c.alloc.result.uses if use.operation is not c.op]
+        if not readers or any(r not in gemms for r in readers):
+            return None
+        groups.setdefault(min(gemms.index(r) for r in readers), []).append(c)
+    if len(groups) < 2:
+        return None
+    return [groups[k] for k in sorted(groups)]
 
 
 def _top_loops(kernel: tile.KernelOp) -> list[tile.ForOp]:
@@ -247,7 +280,9 @@ def _await_preloads(plan: _Plan, loaded: SSAValue) -> None:
             Rewriter.erase_op(source)
 
 
-def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, base: SSAValue | None) -> tile.ForOp:
+def _producer(plan: _Plan, buffers: dict, rings: list[_Ring], base: SSAValue | None) -> tile.ForOp:
+    """The producer's loop: per iteration and ring (in the gemms' order: K, then V), wait for the
+    ring's free stage, announce its bytes and issue its TMA loads."""
     loop, stages = plan.loop, plan.stages
     body = loop.body.block
     new_body = Block(arg_types=[loop.induction_var.type])
@@ -255,17 +290,18 @@ def _producer(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, base:
     b = Builder()
     _, stage, phase = _stage_and_phase(b, loop, iv, stages, base)
     free = b.binary(arith.XOrIOp, phase, 1)
-    b.ops.append(tile.MBarrierWaitParityOp(empty, free, stage))
-    nbytes = sum(math.prod(c.alloc.result.type.shape) * _element_bytes(c.alloc.result.type.element_type)
-                 for c in plan.copies)
-    b.ops.append(tile.MBarrierExpectTxOp(full, nbytes, stage))
     done: dict[Operation, Operation] = {}
-    for c in plan.copies:
-        src = clone_slice(c.op.src, body, loop.induction_var, iv, b, done)
-        view = b.add(tile.StageOp(buffers[c.alloc], stage))
-        load = tile.TmaLoadOp(src, view, full, stage)
-        load.location = c.op.location
-        b.ops.append(load)
+    for ring in rings:
+        b.ops.append(tile.MBarrierWaitParityOp(ring.empty, free, stage))
+        nbytes = sum(math.prod(c.alloc.result.type.shape) * _element_bytes(c.alloc.result.type.element_type)
+                     for c in ring.copies)
+        b.ops.append(tile.MBarrierExpectTxOp(ring.full, nbytes, stage))
+        for c in ring.copies:
+            src = clone_slice(c.op.src, body, loop.induction_var, iv, b, done)
+            view = b.add(tile.StageOp(buffers[c.alloc], stage))
+            load = tile.TmaLoadOp(src, view, ring.full, stage)
+            load.location = c.op.location
+            b.ops.append(load)
     b.ops.append(tile.YieldOp())
     new_body.add_ops(b.ops)
     producer_loop = tile.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(new_body)],
@@ -287,15 +323,18 @@ def arrive_per_warp(b: Builder, empty: SSAValue, stage: SSAValue, cluster: bool 
     b.ops.append(scf.IfOp(first, [], Region(Block([arrive, scf.YieldOp()]))))
 
 
-def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: tuple | None) -> None:
+def _consume(plan: _Plan, buffers: dict, rings: list[_Ring], ring: tuple | None) -> None:
     """The loop in place for the consumers: wait, read stage views, release the previous stage.
     `ring` (persistent kernels): the ring positions before the loop and the loop's trip count;
-    the stage of the loop's last iteration is released after the final wait, for the next tile."""
+    the stage of the loop's last iteration is released after the final wait, for the next tile.
+    Several `rings` (operand rings): each is waited for right before the first gemm that reads
+    its stage and released right after the last one (each gemm is waited for, in_flight = 0)."""
     loop, stages = plan.loop, plan.stages
     body = loop.body.block
     head = Builder()
     i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages, ring[0] if ring else None)
-    head.ops.append(tile.MBarrierWaitParityOp(full, phase, stage))
+    waits = [tile.MBarrierWaitParityOp(r.full, phase, stage) for r in rings]  # moved below with several rings
+    head.ops += waits
     views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
     Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
     use_stage_views(plan.copies, buffers, views, body)
@@ -303,16 +342,19 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: 
     overlap = len(gemms) == 1 and stages > 1 and _gemm_alone(gemms[0], body)
     for g in gemms:  # one group in flight across iterations, or each gemm waited for (attention's S is read next)
         g.in_flight = IntegerAttr(1 if overlap else 0, i64)
+    if len(rings) > 1:
+        assert not overlap
+        _wait_and_release_each(body, rings, waits, views, stage)
     tail = Builder()
     if overlap:  # the previous iteration's gemms are done once this one's are issued (one group in flight)
         started = tail.add(arith.CmpiOp(i, tail.index(0), "ugt"))
         release = Builder()
         previous = release.binary(arith.RemUIOp, release.binary(arith.AddiOp, stage, stages - 1), stages)
-        arrive_per_warp(release, empty, previous)
+        arrive_per_warp(release, rings[0].empty, previous)
         release.ops.append(scf.YieldOp())
         tail.ops.append(scf.IfOp(started, [], Region(Block(release.ops))))
-    else:  # every gemm of this iteration has been waited for: its stage is free
-        arrive_per_warp(tail, empty, stage)
+    elif len(rings) == 1:  # every gemm of this iteration has been waited for: its stage is free
+        arrive_per_warp(tail, rings[0].empty, stage)
     Rewriter.insert_op(tail.ops, InsertPoint.before(body.last_op))
     for c in dict.fromkeys(g.c for g in gemms):
         _drop_zero_fill(loop, c, [g for g in gemms if g.c is c])
@@ -324,9 +366,25 @@ def _consume(plan: _Plan, buffers: dict, full: SSAValue, empty: SSAValue, ring: 
     if ring is not None:  # all of this tile's wgmmas are done: its last stage is free
         base, trips = ring
         last = after.binary(arith.SubiOp, after.binary(arith.AddiOp, base, trips), 1)
-        arrive_per_warp(after, empty, after.binary(arith.RemUIOp, last, stages))
+        arrive_per_warp(after, rings[0].empty, after.binary(arith.RemUIOp, last, stages))
     Rewriter.insert_op(after.ops, InsertPoint.after(loop))
     _mark(loop, stages)
+
+
+def _wait_and_release_each(body: Block, rings: list[_Ring], waits: list, views: dict, stage: SSAValue) -> None:
+    """Each ring's wait before the first top-level op that reads one of its stage views, its
+    release (lane 0 of each warp) after the last one (a gemm waited for: its reads are done)."""
+    ops = list(body.ops)
+    for ring in rings:
+        readers = sorted({ops.index(top_level(use.operation, body)) for c in ring.copies
+                          for use in views[c.alloc].uses})
+        wait = waits[rings.index(ring)]
+        wait.detach()
+        wait.location = ring.copies[0].op.location
+        Rewriter.insert_op(wait, InsertPoint.before(ops[readers[0]]))
+        release = Builder()
+        arrive_per_warp(release, ring.empty, stage)
+        Rewriter.insert_op(release.ops, InsertPoint.after(ops[readers[-1]]))
 
 
 def _mark(loop: tile.ForOp, stages: int) -> None:
@@ -490,11 +548,16 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         new.location = c.alloc.location
         Rewriter.insert_op(new, InsertPoint.before(c.alloc))
         buffers[c.alloc] = new.result
-    full = tile.AllocBarrierOp(1, plan.stages)
-    empty = tile.AllocBarrierOp(kernel.num_threads // 32, plan.stages)  # lane 0 of every consumer warp arrives
-    full.result.name_hint, empty.result.name_hint = "full", "empty"
+    barriers, rings = [], []
+    for copies in plan.rings or [plan.copies]:
+        full = tile.AllocBarrierOp(1, plan.stages)
+        empty = tile.AllocBarrierOp(kernel.num_threads // 32, plan.stages)  # lane 0 of every consumer warp arrives
+        hint = copies[0].alloc.result.name_hint
+        suffix = f"_{hint.removesuffix('_s')}" if plan.rings and hint else ""  # full_K, full_V
+        full.result.name_hint, empty.result.name_hint = f"full{suffix}", f"empty{suffix}"
+        barriers += [full, empty]
+        rings.append(_Ring(copies, full.result, empty.result))
     loaded = tile.AllocBarrierOp(1, 1) if plan.preloads else None
-    barriers = [full, empty]
     preamble = []
     if loaded is not None:
         loaded.result.name_hint = "loaded"
@@ -508,8 +571,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         p_shell, p_head, p_ring = _tile_loop(kernel, plan.loop)
         c_shell, c_head, c_ring = _tile_loop(kernel, plan.loop, groups)
         # before the consumers' loop loses its copies
-        producer_loop = _producer(plan, buffers, full.result, empty.result, p_ring[0])
-        _consume(plan, buffers, full.result, empty.result, c_ring)
+        producer_loop = _producer(plan, buffers, rings, p_ring[0])
+        _consume(plan, buffers, rings, c_ring)
         if groups > 1:  # the groups' main loops take turns (see tile.wait_turn)
             wait, turn = tile.WaitTurnOp(), tile.PassTurnOp()
             wait.location = turn.location = plan.loop.location
@@ -523,10 +586,10 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         producer = Block([p_shell])
         consumer.add_op(c_shell)
     else:
-        producer = Block([*preamble, _producer(plan, buffers, full.result, empty.result, None)])
+        producer = Block([*preamble, _producer(plan, buffers, rings, None)])
         if loaded is not None:
             _await_preloads(plan, loaded.result)
-        _consume(plan, buffers, full.result, empty.result, None)
+        _consume(plan, buffers, rings, None)
     ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS,
                                consumer_registers(kernel.num_threads * groups), groups)
     ws.location = plan.loop.location
@@ -567,6 +630,16 @@ class TileWarpSpecializePass(ModulePass):
     """Run a persistent kernel of one warpgroup as two consumer groups on alternate tiles (pass
     config `tilec.pingpong`, which implies `tilec.persistent`)."""
 
+    operand_rings: bool = False
+    """Give the staged copies that feed different gemms a full/empty ring each (pass config
+    `tilec.operand_rings`; FA3's pipeline_k / pipeline_v): attention's Q K^T waits for K only,
+    K's stage goes back once S is computed, V's once P V is done."""
+
+    softmax_overlap: bool = False
+    """FlashAttention-3's intra-warpgroup overlap (pass config `tilec.softmax_overlap`, implies
+    `operand_rings`; softmax_overlap.py): the consumer loop rotated so that the softmax of block j
+    runs under P V of block j - 1."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.walk() if isinstance(k, tile.KernelOp)]:
             # (named barriers of the kernel's own would meet the groups' barriers 1-2 and turns 5-6)
@@ -574,7 +647,12 @@ class TileWarpSpecializePass(ModulePass):
             groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP and not named else 1
             wanted = self.persistent or groups > 1  # ping-pong runs persistent
             plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups)
-            if plan is not None:
-                # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
-                persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
-                warp_specialize(kernel, plan, persistent, groups if persistent else 1)
+            if plan is None:
+                continue
+            if self.operand_rings or self.softmax_overlap:
+                plan.rings = operand_rings(plan.loop, plan.copies)
+            # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
+            persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
+            warp_specialize(kernel, plan, persistent, groups if persistent else 1)
+            if self.softmax_overlap and plan.rings and not persistent:
+                overlap_softmax(plan.loop)

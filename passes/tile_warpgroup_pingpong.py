@@ -11,6 +11,11 @@ Establishes: in the consumer region of a `tile.warp_specialize` of one consumer 
   turn as soon as G1 is issued (G1 becomes `in_flight = 1`, waited for right after the pass by
   `tile.gemm_wait`). So one warpgroup's softmax runs while the other's gemms have the tensor
   cores (FA3's `warp_scheduler_barrier_sync` / `_arrive`).
+  On a loop softmax_overlap.py rotated (`tilec.softmax_overlap`: G1 of block k and G2 of
+  block k − 1 issued together), FA3's turns: a turn holds the issue of those two gemms only (wait
+  for the turn, G1_k, the rescale, the wait for V, G2_{k-1}, pass the turn; the waits for the
+  gemms after it), and the first block's G1 and the last block's G2 before and after the loop take
+  a turn each; the stage releases stay where the rotation put them (none is delayed).
 Fails: never; a loop that does not fit is left alone, the reason in its
   `tilec.not_warpgroup_pingpong` attribute when it was a candidate (two gemms, W ≥ 2).
 
@@ -44,6 +49,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .layouts import wgmma_register_a_layout
+from .softmax_overlap import ROTATED
 from .loop_stages import Builder, pure
 from .tile_infer_layout import layout_of, root_alloc, same_threads
 from .tile_warp_specialize import arrive_per_warp
@@ -53,7 +59,8 @@ __all__ = ["TileWarpgroupPingpongPass"]
 NOT_APPLIED = "tilec.not_warpgroup_pingpong"
 
 _QUIET = (tile.FillOp, tile.ParallelOp, tile.StageOp, tile.MBarrierWaitParityOp, tile.MBarrierArriveOp,
-          tile.ThreadIdOp, tile.LoadOp, tile.StoreOp, tile.YieldOp, scf.IfOp, scf.YieldOp)
+          tile.ThreadIdOp, tile.LoadOp, tile.StoreOp, tile.YieldOp, scf.IfOp, scf.YieldOp,
+          tile.GemmWaitOp)  # (wgmma.wait_group: the warpgroup's own gemms)
 
 
 def _quiet(op: Operation) -> bool:
@@ -178,6 +185,57 @@ def _erase_unused(op: Operation | None) -> None:
         _erase_unused(owner)
 
 
+@dataclass
+class _RotatedTurns:
+    """The turns of a loop softmax_overlap.py rotated: each holds the issue of the gemms only."""
+
+    first: tile.GemmOp  # G1 of the first block, before the loop
+    loop: tile.ForOp
+    g1: tile.GemmOp  # in the loop: G1 of block k ...
+    g2: tile.GemmOp  # ... and G2 of block k - 1, issued together
+    last: tile.GemmOp  # G2 of the last block, after the loop
+
+
+def _plan_rotated(ws: tile.WarpSpecializeOp, loop: tile.ForOp, threads: int) -> _RotatedTurns | str:
+    ops = list(ws.consumer.block.ops)
+    at = ops.index(loop)
+    before = [op for op in ops[:at] if isinstance(op, tile.GemmOp)]
+    after = [op for op in ops[at + 1:] if isinstance(op, tile.GemmOp)]
+    body = list(loop.body.block.ops)
+    gemms = [op for op in body if isinstance(op, tile.GemmOp)]
+    if not before or not after or len(gemms) != 2 or any(not isinstance(g.parent_op(), tile.ForOp | tile.WarpSpecializeOp)
+                                                          for g in gemms):
+        return "the rotated loop's gemms are not where softmax_overlap.py puts them"
+    g1, g2 = gemms
+    first, last = before[-1], after[0]
+    if first.c is not g1.c or last.c is not g2.c:
+        return "the gemms before and after the rotated loop are not its first and last blocks'"
+    inside = body[body.index(g1) + 1:body.index(g2)]
+    loud = next((op for op in inside if not _quiet(op)), None)
+    if loud is not None:
+        return f"{loud.name} between the gemms of a turn may wait for the other warpgroups"
+    if not _register_a_in_place(g2, threads):
+        return "the second gemm's register operand is converted through shared memory (block barriers)"
+    return _RotatedTurns(first, loop, g1, g2, last)
+
+
+def _take_rotated_turns(t: _RotatedTurns) -> None:
+    """FA3's turns on the rotated loop: wait for the turn, issue G1_k and G2_{k-1}, pass it, then
+    wait for the gemms (the waits and releases softmax_overlap.py placed stay where they are).
+    The first block's G1 and the last block's G2 take a turn of their own."""
+    def turn(gemm: tile.GemmOp, end: tile.GemmOp, start: bool = False, final: bool = False, wait=None):
+        take, give = tile.WarpgroupWaitTurnOp(start=start), tile.WarpgroupPassTurnOp(final=final)
+        take.location, give.location = gemm.location, end.location
+        Rewriter.insert_op(take, InsertPoint.before(gemm))
+        Rewriter.insert_op([give, *([wait] if wait is not None else [])], InsertPoint.after(end))
+
+    t.first.in_flight = IntegerAttr(1, i64)  # issued, the turn passed, then waited for
+    turn(t.first, t.first, start=True, wait=tile.GemmWaitOp(t.first.c, 0))
+    turn(t.g1, t.g2)  # the wait for S (pending 1) follows G2
+    t.last.in_flight = IntegerAttr(1, i64)
+    turn(t.last, t.last, final=True, wait=tile.GemmWaitOp(t.last.c, 0))
+
+
 def warpgroup_pingpong(kernel: tile.KernelOp) -> None:
     """The turns in each warp-specialized loop of `kernel` that fits (see the module's docstring)."""
     threads = kernel.num_threads
@@ -186,6 +244,13 @@ def warpgroup_pingpong(kernel: tile.KernelOp) -> None:
         return
     for ws in [op for op in kernel.walk() if isinstance(op, tile.WarpSpecializeOp) and op.groups == 1]:
         loop = _loop(ws)
+        if loop is not None and ROTATED in loop.attributes:
+            rotated = _plan_rotated(ws, loop, threads)
+            if isinstance(rotated, str):
+                loop.attributes[NOT_APPLIED] = StringAttr(rotated)
+            else:
+                _take_rotated_turns(rotated)
+            continue
         plan = _plan(loop, threads) if loop is not None else None
         if isinstance(plan, str):
             loop.attributes[NOT_APPLIED] = StringAttr(plan)

@@ -76,6 +76,14 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "tile-warpgroup-pingpong (off by default: on the H200 attention ran 15 % slower with it, causal 46 %): the "
               "consumer warpgroups of one tile (attention's 256 threads) take turns at the two gemms of their loop, "
               "one's softmax under the other's gemms"),
+    _honoured("tilec.operand_rings", "TILEC_OPERAND_RINGS",
+              "tile-warp-specialize gives the staged tiles of different gemms a full/empty mbarrier ring each "
+              "(FlashAttention-3's K and V pipelines; off by default until measured): Q K^T waits for K only, "
+              "K's stage is released once S is computed, V's once P V is done"),
+    _honoured("tilec.softmax_overlap", "TILEC_SOFTMAX_OVERLAP",
+              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; off by default until "
+              "measured): the warp-specialized attention loop is rotated so that each warpgroup issues Q K_j^T and "
+              "P_{j-1} V_{j-1} together and runs the softmax of S_j while P V runs"),
     _honoured("tilec.split_masks", "TILEC_SPLIT_MASKS",
               "tile-split-masks (on by default): a loop's T.Parallel mask that is uniformly true for a prefix or "
               "suffix of its iterations (causal attention's diagonal) runs unmasked there; False keeps every mask"),

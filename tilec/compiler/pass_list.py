@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`, `tilec.warpgroup_pingpong`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`, `tilec.warpgroup_pingpong`, `tilec.operand_rings`, `tilec.softmax_overlap`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileSplitMasksPass()] if configs.get("tilec.split_masks", True) else []),  # masks only where not uniform
         *([TileSelectMmaPass(target=target.name, wgmma=wgmma)] if mma else []),  # tensor cores
         *([TileWarpSpecializePass(target=target.name, persistent=bool(configs.get("tilec.persistent", False)),
-                                  pingpong=bool(configs.get("tilec.pingpong", True)))]
+                                  pingpong=bool(configs.get("tilec.pingpong", True)),
+                                  operand_rings=bool(configs.get("tilec.operand_rings", False)),
+                                  softmax_overlap=bool(configs.get("tilec.softmax_overlap", False)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
         *([TileClusterPass(target=target.name)] if cluster else []),  # share loads

@@ -1,0 +1,170 @@
+"""FlashAttention-3's consumer schedule on attention (issue 10): K and V on rings of their own
+(`tilec.operand_rings`) and the loop rotated so that the softmax of block j runs under P V of
+block j - 1 (`tilec.softmax_overlap`). Simulated against torch (the simulator checks the
+mbarrier parities and the races), causal and not, sequence lengths the blocks do not divide,
+one key block and several, head dims 64 to 256, one and two consumer warpgroups, GQA with the
+log-sum-exp; assembled by ptxas without spills or wgmma serialization and read back as SASS."""
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from kernel_cases import ATTENTION_CASES, Case, _attention_inputs, _attention_ref, attention, run_case
+from tilec.targets.nvptx import assemble, emit_ptx
+
+import tilec
+from tilec.compiler.lower import lower_to_thread
+from tilec.frontend import build_prim_func
+from tilec.target import resolve_target
+
+RINGS = {"tilec.operand_rings": True}
+OVERLAP = {"tilec.softmax_overlap": True}
+TURNS = {**OVERLAP, "tilec.warpgroup_pingpong": True}
+
+_SHAPES = [  # (batch, heads, seq_len, dim, causal, block_M, block_N, stages, threads, dtype): two warpgroups
+    (1, 1, 200, 128, False, 128, 64, 2, 256, "float16"),
+    (1, 1, 200, 128, True, 128, 64, 2, 256, "float16"),
+    (1, 2, 176, 64, True, 128, 128, 2, 256, "bfloat16"),
+    (1, 1, 320, 128, False, 128, 128, 2, 256, "float16"),
+    (1, 1, 100, 64, False, 128, 128, 2, 256, "float16"),  # one key block: the loop runs no iteration
+]
+TURN_CASES = [Case(f"attention_{dt}_h{h}s{s}d{d}{'_causal' if c else ''}_{bm}x{bn}", attention(b, h, s, d, c, bm, bn, st, th, dt),
+                   [3], _attention_inputs(b, h, s, d, dt), _attention_ref(c), tol=1e-2)
+              for (b, h, s, d, c, bm, bn, st, th, dt) in _SHAPES]
+
+_EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "flash_attention.py")
+_spec = importlib.util.spec_from_file_location("tilec_example_flash_attention_fa3", _EXAMPLE)
+example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(example)
+
+
+@pytest.mark.parametrize("case", ATTENTION_CASES + TURN_CASES[:1], ids=lambda c: c.name)
+def test_operand_rings_on_the_simulator(case):
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=RINGS)
+    tile_ir = kernel.get_ir("tile-opt")
+    assert "%full_K = tile.alloc_barrier" in tile_ir and "%empty_V = tile.alloc_barrier" in tile_ir
+    run_case(case, "sim", "cpu", pass_configs=RINGS)
+
+
+@pytest.mark.parametrize("case", TURN_CASES, ids=lambda c: c.name)
+def test_operand_rings_with_the_turns_on_the_simulator(case):
+    run_case(case, "sim", "cpu", pass_configs={**RINGS, "tilec.warpgroup_pingpong": True})
+
+
+@pytest.mark.parametrize("case", ATTENTION_CASES + TURN_CASES, ids=lambda c: c.name)
+def test_softmax_overlap_on_the_simulator(case):
+    """Rotated (the wait for S alone: pending = 1; P V of the block before left in flight: 2)."""
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=OVERLAP)
+    tile_ir = kernel.get_ir("tile-opt")
+    assert "not_softmax_overlap" not in tile_ir
+    assert "pending = 1" in tile_ir and "in_flight = 2" in tile_ir and "%full_V" in tile_ir
+    run_case(case, "sim", "cpu", pass_configs=OVERLAP)
+
+
+@pytest.mark.parametrize("case", TURN_CASES, ids=lambda c: c.name)
+def test_turns_on_the_rotated_loop_on_the_simulator(case):
+    """FA3's turns on the rotated loop: the first block's Q K^T, each iteration's two gemms and the
+    last block's P V each take a turn; each warpgroup simulated on its own."""
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=TURNS)
+    tile_ir, thread_ir = kernel.get_ir("tile-opt"), kernel.get_ir("thread")
+    assert tile_ir.count("tile.warpgroup_wait_turn") == 3 and tile_ir.count("tile.warpgroup_pass_turn") == 3
+    assert "not_warpgroup_pingpong" not in tile_ir and "pending = 1" in tile_ir
+    assert "tilec.consumer_groups = array<i64: 2, 128>" in thread_ir
+    run_case(case, "sim", "cpu", pass_configs=TURNS)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_softmax_overlap_gqa_with_lse_on_the_simulator(causal):
+    """examples/flash_attention.py: 4 query heads on 2 KV heads, S = 200; O and LSE checked."""
+    torch.manual_seed(7)
+    q = torch.randn(1, 200, 4, 64).half()
+    k, v = (torch.randn(1, 200, 2, 64).half() for _ in range(2))
+    kernel = example.flash_fwd(1, 4, 2, 200, 64, causal, lse=True, target="sim", pass_configs=OVERLAP,
+                               block_M=64, block_N=64, threads=128)
+    assert "pending = 1" in kernel.get_ir("tile-opt")
+    out, lse = kernel(q, k, v)
+    ref_out, ref_lse = example.reference(q, k, v, causal)
+    assert ((out.float() - ref_out).norm() / ref_out.norm()).item() < 1e-2
+    torch.testing.assert_close(lse, ref_lse, rtol=1e-5, atol=1e-4)
+
+
+def _sm90a(prim, configs):
+    lowered = lower_to_thread(build_prim_func(prim, [3]), resolve_target("sm_90a"), configs)
+    cubin, report = assemble(emit_ptx(lowered.thread, "sm_90a"), "sm_90a")
+    return cubin, report, lowered.spec.kernel_name
+
+
+def _cuobjdump() -> str | None:
+    paths = [os.path.join(site, "nvidia", "cu13", "bin", "cuobjdump") for site in sys.path]
+    return shutil.which("cuobjdump") or next((p for p in paths if os.path.isfile(p)), None)
+
+
+_BENCH_TILES = [(64, (128, 128)), (128, (128, 128)), (256, (128, 64))]
+
+
+@pytest.mark.parametrize("configs", [OVERLAP, TURNS], ids=["overlap", "overlap_turns"])
+@pytest.mark.parametrize("dim,tiles", _BENCH_TILES, ids=["d64", "d128", "d256"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, configs, ptxas, tmp_path):
+    """The bench's tiles (two consumer warpgroups, two stages): no wgmma serialization
+    (C7510-C7520), no spills (but at D = 256, causal: 8 bytes, 68 with the turns); in the SASS
+    twice the HGMMA of the unrotated kernel (Q K^T peeled before the loop, P V after it), half of
+    them with a register A (P V); in the loop the rescale of O between the issue of Q K^T and of
+    P V (under Q K^T; ptxas may put one multiplication elsewhere), the wait for S with P V still in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1
+    after the two groups), and every exponential of the softmax before the wait for P V
+    (DEPBAR.LE gsb0, 0x0): ptxas did not hoist it."""
+    prim = attention(2, 2048 // dim, 1024, dim, causal, *tiles, 2, 256)
+    cubin, report, name = _sm90a(prim, configs)
+    assert "C75" not in report.log, report.log
+    k = report.kernels[name]
+    spilled = k.spill_store_bytes + k.spill_load_bytes
+    assert spilled == 0 or (dim == 256 and causal and spilled <= 68), (spilled, report.log)
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    path = tmp_path / "attention.cubin"
+    path.write_bytes(cubin)
+    dump = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    sass = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(.*?;)", dump)
+    text = "\n".join(sass)
+    hgmma = re.findall(r"HGMMA\.64x\d+x16\.F32\S* R\d+, (R\d+|gdesc)", text)
+    steps = dim // 16 + tiles[1] // 16  # k16 steps of Q K^T and of P V, one m64 block per warpgroup
+    assert len(hgmma) == 2 * steps and hgmma.count("gdesc") == 2 * (dim // 16), text
+    assert re.search(r"gsb0, 0x2 ;\s*\n\s*(BAR\.ARV R\d+, 0x100 ;\s*\n\s*)?WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;", text)
+    start = next(i for i, line in enumerate(sass) if "DEPBAR.LE gsb0, 0x2" in line)
+    end = next(i for i in range(start, len(sass)) if "DEPBAR.LE gsb0, 0x0" in sass[i])
+    exps = sum("MUFU.EX2" in line for line in sass[start:end])
+    assert exps >= tiles[1] // 2, f"{exps} exponentials of {tiles[1] // 2} before the wait for P V"
+    first_rs = next(i for i in range(start, 0, -1) if re.search(r"HGMMA\S* R\d+, R\d+", sass[i])
+                    and not re.search(r"HGMMA\S* R\d+, R\d+", sass[i - 1]))
+    issued = next(i for i in range(first_rs, 0, -1) if re.search(r"HGMMA\S* R\d+, gdesc", sass[i]))
+    rescale = sum(line.startswith("FMUL") for line in sass[issued:first_rs])
+    assert rescale >= dim // 2 - 1, f"{rescale} multiplications of O's {dim // 2} between Q K^T and P V"
+    if configs is TURNS:
+        assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", text)) == 3, text
+
+
+def test_softmax_overlap_leaves_a_loop_whose_fragments_do_not_fit():
+    """D = 256 on one consumer warpgroup with 64x128 tiles: S, O and P of two blocks would take
+    about 264 registers per thread of the 232 (ptxas: 300+ bytes of spills, wgmma serialized):
+    the loop stays unrotated, with the reason."""
+    prim = attention(1, 1, 256, 256, False, 64, 128, 2, 128)
+    kernel = tilec.compile(prim, out_idx=[3], target="sim", pass_configs=OVERLAP)
+    tile_ir = kernel.get_ir("tile-opt")
+    assert 'tilec.not_softmax_overlap = "S, O and P of two blocks need about 264 registers' in tile_ir
+    assert "pending = 1" not in tile_ir and "%full_V" in tile_ir  # the operand rings stay
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("configs", [RINGS, OVERLAP, TURNS], ids=["rings", "overlap", "overlap_turns"])
+@pytest.mark.parametrize("case", ATTENTION_CASES + TURN_CASES, ids=lambda c: c.name)
+def test_fa3_schedules_on_the_gpu(case, configs):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs sm_90a")
+    for _ in range(2):
+        run_case(case, "cuda", "cuda", pass_configs=configs, expect_ir="nvvm.wgmma.mma_async")
