@@ -140,8 +140,9 @@ def _split(loop: tile.ForOp):
     first, second = gemms
     if any(g.mma_kind != tile.MmaKind.WGMMA or g.in_flight is None or g.in_flight.value.data != 0 for g in gemms):
         raise _Decline("not both gemms are wgmmas waited for in their iteration")
-    if second.zero_on_entry is not None:
-        raise _Decline("the second gemm starts from zero in the first iteration (zero_on_entry), which is peeled")
+    if first.zero_on_entry is not None or second.zero_on_entry is not None:
+        which = "first" if first.zero_on_entry is not None else "second"
+        raise _Decline(f"the {which} gemm starts from zero in the first iteration (zero_on_entry), which is peeled")
     if second.a.type.scope != "fragment":
         raise _Decline("the second gemm's A is not in registers (the threads would overwrite it under the gemm)")
     if constant_value(loop.step) != 1:

@@ -60,10 +60,13 @@ from .analysis import constant_value, value_range
 from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
                           top_level, unstaged_shared_bytes, use_stage_views, writes_global)
+from .softmax_overlap import NOT_APPLIED as NOT_OVERLAP
 from .softmax_overlap import overlap_softmax
 from .target_facts import shared_limit
 
 __all__ = ["TileWarpSpecializePass", "arrive_per_warp", "operand_rings", "tma_box"]
+
+NOT_RINGS = "tilec.not_operand_rings"  # why a two-gemm loop (attention) keeps one ring for all its staged tiles
 
 PRODUCER_THREADS = 128
 WARPGROUP = 128
@@ -622,9 +625,11 @@ class TileWarpSpecializePass(ModulePass):
     target: str = "sm_90a"
     """The target whose facts the pass reads (target_facts.py)."""
 
-    persistent: bool = False
+    persistent: bool | None = False
     """Make the kernels it splits persistent (pass config `tilec.persistent`): one block per
-    multiprocessor loops over the tiles, the next tile's loads overlapping this one's epilogue."""
+    multiprocessor loops over the tiles, the next tile's loads overlapping this one's epilogue.
+    None (the compiler's pipeline when the config is not given): the kernels whose loop holds one
+    gemm (a GEMM, not attention's two), measured faster so on the H200 (bench/NOTES.md, run s6f)."""
 
     pingpong: bool = False
     """Run a persistent kernel of one warpgroup as two consumer groups on alternate tiles (pass
@@ -645,14 +650,24 @@ class TileWarpSpecializePass(ModulePass):
             # (named barriers of the kernel's own would meet the groups' barriers 1-2 and turns 5-6)
             named = any(isinstance(b, tile.BarrierOp) and b.barrier_id is not None for b in kernel.walk())
             groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP and not named else 1
-            wanted = self.persistent or groups > 1  # ping-pong runs persistent
+            gemms = sum(isinstance(g, tile.GemmOp) for g in kernel.walk())
+            wanted = (self.persistent if self.persistent is not None else gemms == 1) or groups > 1  # ping-pong too
             plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups)
             if plan is None:
                 continue
+            candidate = sum(isinstance(g, tile.GemmOp) for g in plan.loop.walk()) > 1  # attention's two gemms
             if self.operand_rings or self.softmax_overlap:
                 plan.rings = operand_rings(plan.loop, plan.copies)
+                if plan.rings is None and candidate:
+                    plan.loop.attributes[NOT_RINGS] = StringAttr(
+                        "the staged tiles do not each feed one top-level gemm of the loop (one ring for all)")
             # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
             persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
             warp_specialize(kernel, plan, persistent, groups if persistent else 1)
-            if self.softmax_overlap and plan.rings and not persistent:
-                overlap_softmax(plan.loop)
+            if self.softmax_overlap and candidate:
+                if persistent:
+                    plan.loop.attributes[NOT_OVERLAP] = StringAttr("a persistent kernel (its tile loop is not rotated)")
+                elif not plan.rings:
+                    plan.loop.attributes[NOT_OVERLAP] = StringAttr("no operand rings (see tilec.not_operand_rings)")
+                else:
+                    overlap_softmax(plan.loop)
