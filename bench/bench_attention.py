@@ -69,7 +69,7 @@ def _ints(name: str, default: list[int]) -> list[int]:
 # memory, and the causal kernel spills), and three consumer warpgroups (192x128 with 384 threads: their
 # setmaxnreg.inc to 232 asks for more registers than the multiprocessor has).
 TILES = {64: [(128, 128, 2, 256), (128, 128, 3, 256)],
-         128: [(128, 128, 2, 256), (128, 64, 2, 256)],
+         128: [(128, 128, 2, 256), (128, 128, 3, 256), (128, 64, 2, 256)],
          256: [(128, 64, 2, 256), (64, 128, 2, 128)]}
 if os.environ.get("BENCH_ATTN_TILES"):
     _tiles = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_ATTN_TILES"].split(",")]
@@ -77,9 +77,10 @@ if os.environ.get("BENCH_ATTN_TILES"):
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
          "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
-         "ws-pingpong": {"tilec.warpgroup_pingpong": True},  # the consumer warpgroups' gemms taking turns
-         "ws-rings": {"tilec.operand_rings": True},  # K and V on full/empty rings of their own
-         "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop: softmax(j) under P V of j - 1
+         "ws-nooverlap": {"tilec.softmax_overlap": False},  # the loop as written (before run s6g's default)
+         "ws-pingpong": {"tilec.softmax_overlap": False, "tilec.warpgroup_pingpong": True},  # turns, unrotated
+         "ws-rings": {"tilec.softmax_overlap": False, "tilec.operand_rings": True},  # K and V rings, unrotated
+         "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop (the default): softmax(j) under P V of j - 1
          "ws-overlap-pingpong": {"tilec.softmax_overlap": True, "tilec.warpgroup_pingpong": True}}  # + FA3's turns
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 

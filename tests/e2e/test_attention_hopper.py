@@ -59,15 +59,22 @@ def test_attention_assembles_with_wgmma_only(case, ptxas):
 
 def test_attention_sass_has_hgmma_with_register_a(ptxas, tmp_path, cuobjdump):
     """The SASS: HGMMA from two descriptors for Q K^T, HGMMA with a register A for P V, TMA loads
-    (UTMALDG) and the register split of the warp-specialized roles (SETMAXREG)."""
+    (UTMALDG) and the register split of the warp-specialized roles (SETMAXREG). With the softmax
+    overlap (the default) the first block's Q K^T and the last block's P V are peeled out of the
+    loop: twice the HGMMAs, half of them with a register A."""
     case = next(c for c in ATTENTION_CASES if "d128_128x128" in c.name)
-    _, _, cubin, _ = _sm90a(case)
+    for configs, copies in (({"tilec.softmax_overlap": False}, 1), ({}, 2)):
+        _, _, cubin, _ = _sm90a(case, configs)
+        _check_hgmma(cubin, copies, tmp_path, cuobjdump)
+
+
+def _check_hgmma(cubin, copies, tmp_path, cuobjdump):
     path = tmp_path / "attention.cubin"
     path.write_bytes(cubin)
     sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
     hgmma = [line for line in sass.splitlines() if "HGMMA.64x128x16.F32" in line]
     register_a = [line for line in hgmma if re.search(r"HGMMA\S* R\d+, R\d+, gdesc", line)]
-    assert len(hgmma) == 16 and len(register_a) == 8, "\n".join(hgmma)
+    assert len(hgmma) == 16 * copies and len(register_a) == 8 * copies, "\n".join(hgmma)
     assert "HMMA" not in sass
     assert "UTMALDG" in sass and "USETMAXREG" in sass
 

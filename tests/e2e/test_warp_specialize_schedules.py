@@ -5,7 +5,7 @@ iteration releasing its own stage)."""
 
 import pytest
 import torch
-from kernel_cases import Case, _gemm_inputs, _gemm_ref, gemm_tiles, run_case
+from kernel_cases import Case, _gemm_inputs, _gemm_ref, attention, gemm_tiles, run_case
 
 import tilec
 import tilec.language as T
@@ -123,13 +123,21 @@ def test_pingpong_on_the_simulator(case, pingpong):
 
 
 def test_pingpong_is_the_default_for_one_warpgroup_only():
+    """One warpgroup: ping-pong (two consumer groups, persistent). Two warpgroups sharing a tile:
+    persistent by default (a loop of one gemm), without groups; `tilec.persistent: False` turns that
+    off, and an attention loop (two gemms) is not made persistent."""
     one = tilec.compile(gemm_tiles(256, 256, 128, 64, 64, 64, "float16"), out_idx=[2], target="sim")
     assert "consumer_groups = 2" in one.get_ir("tile-opt")
     two = tilec.compile(gemm_tiles(256, 256, 128, 128, 64, 64, "float16", threads=256), out_idx=[2], target="sim")
-    assert "consumer_groups" not in two.get_ir("tile-opt") and "tilec.persistent" not in two.get_ir("thread")
+    assert "consumer_groups" not in two.get_ir("tile-opt") and "tilec.persistent" in two.get_ir("thread")
+    plain = tilec.compile(gemm_tiles(256, 256, 128, 128, 64, 64, "float16", threads=256), out_idx=[2], target="sim",
+                          pass_configs={"tilec.persistent": False})
+    assert "tilec.persistent" not in plain.get_ir("thread")
     off = tilec.compile(gemm_tiles(256, 256, 128, 64, 64, 64, "float16"), out_idx=[2], target="sim",
                         pass_configs={"tilec.pingpong": False})
     assert "consumer_groups" not in off.get_ir("tile-opt")
+    attn = tilec.compile(attention(1, 2, 256, 64, False, 128, 64, 2, 256), out_idx=[3], target="sim")
+    assert "tile.warp_specialize" in attn.get_ir("tile-opt") and "tilec.persistent" not in attn.get_ir("thread")
 
 
 def _assemble(case):

@@ -63,7 +63,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "wgmma m64nNk16 on sm_90a where the operands allow (on by default there)"),
     _honoured("tilec.persistent", "TILEC_PERSISTENT",
               "warp-specialized gemm kernels become persistent: one block per multiprocessor loops over the "
-              "tiles, the next tile's TMA loads overlapping this one's epilogue"),
+              "tiles, the next tile's TMA loads overlapping this one's epilogue (by default for loops of one "
+              "gemm: on the H200 4096x4096x1024 54 vs 64 us, 4096^3 198 vs 202, run s6f; False turns it off, "
+              "True asks for it for any kernel that fits)"),
     _honoured("tilec.pingpong", "TILEC_PINGPONG",
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
@@ -81,8 +83,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "(FlashAttention-3's K and V pipelines; off by default until measured): Q K^T waits for K only, "
               "K's stage is released once S is computed, V's once P V is done"),
     _honoured("tilec.softmax_overlap", "TILEC_SOFTMAX_OVERLAP",
-              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; off by default until "
-              "measured): the warp-specialized attention loop is rotated so that each warpgroup issues Q K_j^T and "
+              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; on by default: on the H200 "
+              "D=128 S=8192 attention 611 vs 556 TFLOP/s, causal 537 vs 495, run s6d; False turns it off): the "
+              "warp-specialized attention loop is rotated so that each warpgroup issues Q K_j^T and "
               "P_{j-1} V_{j-1} together and runs the softmax of S_j while P V runs"),
     _honoured("tilec.split_masks", "TILEC_SPLIT_MASKS",
               "tile-split-masks (on by default): a loop's T.Parallel mask that is uniformly true for a prefix or "

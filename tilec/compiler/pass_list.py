@@ -40,10 +40,10 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSplitMasksPass()] if configs.get("tilec.split_masks", True) else []),  # masks only where not uniform
         *([TileSelectMmaPass(target=target.name, wgmma=wgmma)] if mma else []),  # tensor cores
-        *([TileWarpSpecializePass(target=target.name, persistent=bool(configs.get("tilec.persistent", False)),
+        *([TileWarpSpecializePass(target=target.name, persistent=_persistent(configs),
                                   pingpong=bool(configs.get("tilec.pingpong", True)),
                                   operand_rings=bool(configs.get("tilec.operand_rings", False)),
-                                  softmax_overlap=bool(configs.get("tilec.softmax_overlap", False)))]
+                                  softmax_overlap=bool(configs.get("tilec.softmax_overlap", True)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
         *([TileClusterPass(target=target.name)] if cluster else []),  # share loads
@@ -56,3 +56,12 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         # (off by default: measured slower on the H200, run s5f, bench/NOTES.md)
         *([TileWarpgroupPingpongPass()] if pingpong else []),
     ]
+
+
+def _persistent(configs: dict) -> bool | None:
+    """`tilec.persistent` as given; not given: tile-warp-specialize's own choice (None), unless
+    `tilec.cluster` asks for clusters, which tile-cluster does not pair in a persistent tile loop."""
+    value = configs.get("tilec.persistent")
+    if value is None:
+        return False if configs.get("tilec.cluster", False) else None
+    return bool(value)
