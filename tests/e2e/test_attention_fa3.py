@@ -246,13 +246,13 @@ def _keys_as_values(seq_len=256, dim=64, block=64):
 
 
 def test_a_loop_without_operand_rings_says_why_it_is_not_rotated():
-    """The default schedule (softmax overlap on) on a two-gemm loop it cannot give rings: both
-    reasons on the loop (not silently left alone), and the result matches the interpreter."""
+    """The softmax overlap asked for on a two-gemm loop it cannot give rings: both reasons on the
+    loop (not silently left alone), and the result matches the interpreter."""
     prim = _keys_as_values()
     torch.manual_seed(0)
     q, k = (torch.randn(1, 256, 1, 64).half() for _ in range(2))
     ref = tilec.compile(prim, out_idx=[2], target="interp")(q, k)
-    kernel = tilec.compile(prim, out_idx=[2], target="sim")
+    kernel = tilec.compile(prim, out_idx=[2], target="sim", pass_configs=OVERLAP)
     ir = kernel.get_ir("tile-opt")
     assert 'tilec.not_operand_rings = "the staged tiles do not each feed one top-level gemm' in ir
     assert 'tilec.not_softmax_overlap = "no operand rings' in ir

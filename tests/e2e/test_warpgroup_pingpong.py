@@ -18,7 +18,7 @@ from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
 
 # the turns on the loop as written (opt-in: measured slower on the H200, run s5f, bench/NOTES.md); on the
-# rotated loop of the softmax overlap (the default) they are tested in test_attention_fa3.py
+# rotated loop of the softmax overlap they are tested in test_attention_fa3.py
 _ON = {"tilec.warpgroup_pingpong": True, "tilec.softmax_overlap": False}
 _OFF: dict = {"tilec.softmax_overlap": False}
 

@@ -83,8 +83,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "(FlashAttention-3's K and V pipelines; off by default until measured): Q K^T waits for K only, "
               "K's stage is released once S is computed, V's once P V is done"),
     _honoured("tilec.softmax_overlap", "TILEC_SOFTMAX_OVERLAP",
-              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; on by default: on the H200 "
-              "D=128 S=8192 attention 611 vs 556 TFLOP/s, causal 537 vs 495, run s6d; False turns it off): the "
+              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; off by default: its first "
+              "version measured 611 vs 556 TFLOP/s at D=128 S=8192 on the H200 (run s6d), the merged one 504-511 "
+              "vs 522-556 (run s6g), to be bisected): the "
               "warp-specialized attention loop is rotated so that each warpgroup issues Q K_j^T and "
               "P_{j-1} V_{j-1} together and runs the softmax of S_j while P V runs"),
     _honoured("tilec.split_masks", "TILEC_SPLIT_MASKS",

@@ -43,7 +43,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileWarpSpecializePass(target=target.name, persistent=_persistent(configs),
                                   pingpong=bool(configs.get("tilec.pingpong", True)),
                                   operand_rings=bool(configs.get("tilec.operand_rings", False)),
-                                  softmax_overlap=bool(configs.get("tilec.softmax_overlap", True)))]
+                                  softmax_overlap=bool(configs.get("tilec.softmax_overlap", False)))]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
         *([TileClusterPass(target=target.name)] if cluster else []),  # share loads
