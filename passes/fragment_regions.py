@@ -49,8 +49,14 @@ class _Ops(list):
         self.append(op)
         return op.results[0] if op.results else None
 
-    def const(self, n: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(n, IndexType())))
+    def emit(self, op: Operation) -> Operation:
+        self.add(op)
+        return op
+
+    def const(self, n, typ=None) -> SSAValue:
+        """A constant of `typ` (index by default)."""
+        typ = IndexType() if typ is None else typ
+        return self.add(arith.ConstantOp(FloatAttr(n, typ) if is_float(typ) else IntegerAttr(n, typ)))
 
 
 def _region_index(ops: _Ops, region: tile.RegionOp, index: list[SSAValue], shape) -> list[SSAValue]:
@@ -104,15 +110,6 @@ def _guard(ops: _Ops, region: tile.RegionOp, ivs) -> tuple[SSAValue | None, list
     return cond, rel
 
 
-def _constant(ops: list):
-    """`convert`'s constants (a cast's bounds), appended to `ops`."""
-    def const(value, typ) -> SSAValue:
-        op = arith.ConstantOp(FloatAttr(value, typ) if is_float(typ) else IntegerAttr(value, typ))
-        ops.append(op)
-        return op.result
-    return const
-
-
 def _expand_copy(copy: tile.CopyOp, region: tile.RegionOp) -> None:
     """A copy to or from a region of a fragment F: to or from memory, a loop over all of F (which
     follows F's layout) guarded to the region; with another fragment, a loop over that one."""
@@ -123,9 +120,9 @@ def _expand_copy(copy: tile.CopyOp, region: tile.RegionOp) -> None:
 
     def move(load_from, load_index, store_to, store_index):
         """One element moved, converted to the destination's element type (a copy may cast)."""
-        load = tile.LoadOp(load_from, load_index)
-        ops = [load]
-        value = convert(load.result, store_to.type.element_type, lambda op: ops.append(op) or op, _constant(ops))
+        ops = _Ops(copy)
+        loaded = ops.add(tile.LoadOp(load_from, load_index))
+        value = convert(loaded, store_to.type.element_type, ops.emit, ops.const)
         return [*ops, tile.StoreOp(value, store_to, store_index)]
 
     if other.type.scope == "fragment":

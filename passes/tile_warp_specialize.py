@@ -650,12 +650,13 @@ class TileWarpSpecializePass(ModulePass):
             # (named barriers of the kernel's own would meet the groups' barriers 1-2 and turns 5-6)
             named = any(isinstance(b, tile.BarrierOp) and b.barrier_id is not None for b in kernel.walk())
             groups = 2 if self.pingpong and kernel.num_threads == WARPGROUP and not named else 1
-            gemms = sum(isinstance(g, tile.GemmOp) for g in kernel.walk())
+            loops = _top_loops(kernel)
+            gemms = sum(isinstance(g, tile.GemmOp) for g in loops[0].walk()) if len(loops) == 1 else 0
             wanted = (self.persistent if self.persistent is not None else gemms == 1) or groups > 1  # ping-pong too
             plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups)
             if plan is None:
                 continue
-            candidate = sum(isinstance(g, tile.GemmOp) for g in plan.loop.walk()) > 1  # attention's two gemms
+            candidate = gemms > 1  # attention's two gemms (plan.loop is the one top-level loop)
             if self.operand_rings or self.softmax_overlap:
                 plan.rings = operand_rings(plan.loop, plan.copies)
                 if plan.rings is None and candidate:

@@ -209,9 +209,7 @@ class Lowerer(MemoryAccess):
         the kernel's entry, where every lane of a full warp is there."""
         word = self._at_entry(arith.IndexCastOp(t, i32))
         lane0 = self._at_entry(nvvm.ShflSyncOp.build(
-            operands=[self._at_entry(arith.ConstantOp(IntegerAttr(-1, i32))), word,
-                      self._at_entry(arith.ConstantOp(IntegerAttr(0, i32))),
-                      self._at_entry(arith.ConstantOp(IntegerAttr(0x1F, i32)))],
+            operands=[self.const(-1, i32), word, self.const(0, i32), self.const(0x1F, i32)],
             result_types=[i32], properties={"kind": nvvm.ShflKindAttr(nvvm.ShflKind.IDX)}))
         return self._at_entry(arith.IndexCastOp(lane0, INDEX))
 

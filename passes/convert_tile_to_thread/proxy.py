@@ -25,14 +25,14 @@ def _enclosing_warp_specialize(op) -> tile.WarpSpecializeOp | None:
     return parent
 
 
+_VIEWS = (tile.RegionOp, tile.StageOp, tile.ReshapeOp)
+
+
 def _root(value):
     """The allocation a view (`tile.region`, `tile.stage`, `tile.reshape`, nested) is a part of."""
-    while isinstance(value.owner, tile.RegionOp | tile.StageOp | tile.ReshapeOp):
+    while isinstance(value.owner, _VIEWS):
         value = value.owner.source
     return value
-
-
-_VIEWS = (tile.RegionOp, tile.StageOp, tile.ReshapeOp)
 
 
 def reads_tma_buffers_generically(ws: tile.WarpSpecializeOp) -> bool:

@@ -447,10 +447,7 @@ class KernelVisitor(ast.NodeVisitor):
         if isinstance(iterable, ast.Call):
             func = self.visit(iterable.func)
             if func is range or calls.builtin_name(func) in calls.LOOPS:
-                args = []
-                for a in iterable.args:
-                    args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
-                kwargs = self._keywords(iterable.keywords)
+                args, kwargs = self._arguments(iterable)
                 kind = "serial" if func is range else calls.builtin_name(func)
                 if not loop_exits.exits_of(node.body):
                     calls.emit_loop(self, node, kind, args, kwargs)
@@ -491,15 +488,13 @@ class KernelVisitor(ast.NodeVisitor):
             value = self.rvalue(value)
         self.frame.returned.append(value)
 
-    def visit_Break(self, node: ast.Break) -> None:
-        raise self.b.error("`break` leaves only a run-time loop (T.serial, range, T.unroll) here",
+    def visit_Break(self, node: ast.Break | ast.Continue) -> None:
+        word = "break" if isinstance(node, ast.Break) else "continue"
+        raise self.b.error(f"`{word}` leaves only a run-time loop (T.serial, range, T.unroll) here",
                            hint="a loop over a Python sequence is unrolled at compile time: guard the rest of its "
                                 "body with an `if`")
 
-    def visit_Continue(self, node: ast.Continue) -> None:
-        raise self.b.error("`continue` leaves only a run-time loop (T.serial, range, T.unroll) here",
-                           hint="a loop over a Python sequence is unrolled at compile time: guard the rest of its "
-                                "body with an `if`")
+    visit_Continue = visit_Break
 
     def visit_Pass(self, node: ast.Pass) -> None:
         pass  # nothing to build
@@ -592,13 +587,14 @@ class KernelVisitor(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call):
         func = self.visit(node.func)
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            args = []
-            for a in node.args:
-                args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
-        else:
-            args = [self.visit(a) for a in node.args]
-        return calls.call(self, node, func, args, self._keywords(node.keywords))
+        return calls.call(self, node, func, *self._arguments(node))
+
+    def _arguments(self, call: ast.Call) -> tuple[list, dict]:
+        """A call's positional arguments (`*sequence` unpacked) and keyword arguments."""
+        args = []
+        for a in call.args:
+            args.extend(self.visit(a.value) if isinstance(a, ast.Starred) else [self.visit(a)])
+        return args, self._keywords(call.keywords)
 
     def _keywords(self, keywords: list[ast.keyword]) -> dict:
         """A call's keyword arguments, `**mapping` (a compile-time dict) unpacked in place."""
