@@ -61,6 +61,7 @@ class Lowerer(MemoryAccess):
         self.vmap: dict = {}
         self.views: dict[SSAValue, View] = {}
         self.mults: dict[SSAValue, int] = {}
+        self.bounds: dict[SSAValue, tuple[int, int]] = {}  # index values known to lie in [lo, hi]
         self.consts: dict[tuple, SSAValue] = {}
         self.coords: dict[tuple[int, int], SSAValue] = {}  # (stride, size) of a thread mode → coordinate
         self.location = kernel.location
@@ -137,6 +138,17 @@ class Lowerer(MemoryAccess):
     def mult(self, x: Index) -> int:
         return abs(x) if isinstance(x, int) else self.mults.get(x, 1)
 
+    def bound(self, x) -> tuple[int, int] | None:
+        """[lo, hi] of an index value when known (constants; thread coordinates and the sums and
+        products of known ones): lets a slot's range guard fold where it is decided for every thread."""
+        if isinstance(x, int):
+            return x, x
+        found = self.bounds.get(x)
+        if found is None and isinstance(x.owner, arith.ConstantOp) and isinstance(x.owner.value, IntegerAttr):
+            v = x.owner.value.value.data
+            return v, v
+        return found
+
     def _index_op(self, op: Operation, m: int) -> SSAValue:
         r = self.emit(op).results[0]
         self.mults[r] = m
@@ -149,8 +161,12 @@ class Lowerer(MemoryAccess):
             return b
         if b == 0:
             return a
-        return self._index_op(fast_ops.binary(arith.AddiOp, self.ssa(a), self.ssa(b)),
-                              math.gcd(self.mult(a), self.mult(b)))
+        r = self._index_op(fast_ops.binary(arith.AddiOp, self.ssa(a), self.ssa(b)),
+                           math.gcd(self.mult(a), self.mult(b)))
+        ba, bb = self.bound(a), self.bound(b)
+        if ba is not None and bb is not None:
+            self.bounds[r] = (ba[0] + bb[0], ba[1] + bb[1])
+        return r
 
     def mul(self, a: Index, b: Index) -> Index:
         if isinstance(a, int) and isinstance(b, int):
@@ -161,7 +177,12 @@ class Lowerer(MemoryAccess):
             return a
         if a == 0 or b == 0:
             return 0
-        return self._index_op(fast_ops.binary(arith.MuliOp, self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
+        r = self._index_op(fast_ops.binary(arith.MuliOp, self.ssa(a), self.ssa(b)), self.mult(a) * self.mult(b))
+        ba, bb = self.bound(a), self.bound(b)
+        if ba is not None and bb is not None:
+            ends = [x * y for x in ba for y in bb]
+            self.bounds[r] = (min(ends), max(ends))
+        return r
 
     def div(self, a: Index, b: int) -> Index:
         """a // b for a non-negative index and a power of two b."""
@@ -199,6 +220,7 @@ class Lowerer(MemoryAccess):
                 t = self._warp_uniform(t)
             if mode.stride * mode.size < self.threads:
                 t = self._at_entry(fast_ops.binary(arith.RemUIOp, t, self.const(mode.size)))
+            self.bounds[t] = (0, mode.size - 1)
             self.coords[key] = t
         return self.coords[key]
 

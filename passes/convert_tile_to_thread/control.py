@@ -9,6 +9,7 @@ from __future__ import annotations
 from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import (
     IntegerAttr,
+    i1,
     i32,
 )
 from xdsl.ir import Block, Region
@@ -20,6 +21,12 @@ from .copy import barrier
 from .lanes import Lanes, group_uniform, lane_maps
 from .memory import INDEX
 from .registry import element, lower_block, uniform
+
+
+def _all_decided(L: Lowerer, cond, lanes: Lanes) -> bool:
+    """Whether every lane of the group folded `cond` to the same value."""
+    values = {_decided(L, m.get(cond)) for m in lanes.maps}
+    return len(values) == 1 and None not in values
 
 
 @uniform(tile.AsyncCommitOp)
@@ -44,14 +51,73 @@ def _for(L: Lowerer, op: tile.ForOp, lanes: Lanes | None = None) -> None:
         L.emit(scf.YieldOp())
 
 
+_PREDICATES = {2: lambda a, b: (a[1] < b[0], a[0] >= b[1]), 3: lambda a, b: (a[1] <= b[0], a[0] > b[1]),
+               4: lambda a, b: (a[0] > b[1], a[1] <= b[0]), 5: lambda a, b: (a[0] >= b[1], a[1] < b[0])}
+_PREDICATES.update({6: _PREDICATES[2], 7: _PREDICATES[3], 8: _PREDICATES[4], 9: _PREDICATES[5]})  # (lo >= 0 only)
+
+
+def _decided(L: Lowerer, value) -> bool | None:
+    """The value of an i1 the lowering folded (a range guard decided for every thread), else None."""
+    bound = L.bound(value) if value is not None else None
+    return None if bound is None or bound[0] != bound[1] else bool(bound[0])
+
+
+@element(arith.CmpiOp)
+def _cmpi(L: Lowerer, op: arith.CmpiOp, lanes: Lanes | None) -> None:
+    """A comparison of index values whose bounds decide it (a T.Parallel slot against a region's
+    ends: the column of a wgmma accumulator slot is a constant plus a lane's offset under 8) becomes
+    a constant, so that the guard it feeds is not emitted; otherwise it is cloned as it is."""
+    pred = op.predicate.value.data
+    for lane in lane_maps(L, lanes):
+        a, b = (L.bound(lane.get(v)) for v in (op.lhs, op.rhs))
+        rule = _PREDICATES.get(pred)
+        if rule is None or a is None or b is None or (pred >= 6 and min(a[0], b[0]) < 0):
+            L.emit(op.clone(value_mapper=lane))
+            continue
+        true, false = rule(a, b)
+        if not (true or false):
+            L.emit(op.clone(value_mapper=lane))
+            continue
+        r = L.const(1 if true else 0, i1)
+        L.bounds[r] = (1, 1) if true else (0, 0)
+        lane[op.result] = r
+
+
+@element(arith.AndIOp)
+def _andi(L: Lowerer, op: arith.AndIOp, lanes: Lanes | None) -> None:
+    """`a and b` of folded guards (see `_cmpi`): a constant, or the one operand that is not (i1
+    only: on wider integers andi is a bitwise and)."""
+    if op.result.type != i1:
+        for lane in lane_maps(L, lanes):
+            L.emit(op.clone(value_mapper=lane))
+        return
+    for lane in lane_maps(L, lanes):
+        a, b = lane.get(op.lhs), lane.get(op.rhs)
+        da, db = _decided(L, a), _decided(L, b)
+        if da is False or db is False:
+            r = L.const(0, i1)
+            L.bounds[r] = (0, 0)
+            lane[op.result] = r
+        elif da is True or db is True:
+            lane[op.result] = b if da is True else a
+        else:
+            L.emit(op.clone(value_mapper=lane))
+
+
 @element(scf.IfOp)
 def _if(L: Lowerer, op: scf.IfOp, lanes: Lanes | None) -> None:
     if op.results:
         raise L.error(op, "scf.if with results is not supported by the CUDA target yet")
-    groups = [lanes] if lanes is None or group_uniform(L, op.cond, lanes) else \
+    groups = [lanes] if lanes is None or group_uniform(L, op.cond, lanes) or _all_decided(L, op.cond, lanes) else \
         [Lanes([m], [s], lanes.layout, lanes.ivs, lanes.leader) for m, s in zip(lanes.maps, lanes.slots)]
     for sub in groups:
         cond = (L.vmap if sub is None else sub.maps[0]).get(op.cond)
+        decided = _decided(L, cond) if sub is None or len(sub.maps) == 1 or _all_decided(L, op.cond, sub) else None
+        if decided is not None:  # a guard folded: its branch inline, or nothing
+            region = op.true_region if decided else op.false_region
+            if region.blocks:
+                lower_block(L, region.block, sub)
+            continue
         then_block, else_block = Block(), Block()
         has_else = bool(op.false_region.blocks)
         L.emit(scf.IfOp(cond, [], Region(then_block), Region(else_block) if has_else else None))
