@@ -77,11 +77,12 @@ if os.environ.get("BENCH_ATTN_TILES"):
 MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nosplit": {"tilec.split_masks": False},  # every mask in every iteration (tile-split-masks off)
          "ws-cluster": {"tilec.cluster": True},  # pairs of query blocks load their K/V tiles once (multicast)
-         "ws-nooverlap": {"tilec.softmax_overlap": False},  # the loop as written (the default)
+         "ws-nooverlap": {"tilec.softmax_overlap": False},  # the loop as written
          "ws-pingpong": {"tilec.softmax_overlap": False, "tilec.warpgroup_pingpong": True},  # turns, unrotated
          "ws-rings": {"tilec.softmax_overlap": False, "tilec.operand_rings": True},  # K and V rings, unrotated
-         "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop: softmax(j) under P V of j - 1
-         "ws-overlap-pingpong": {"tilec.softmax_overlap": True, "tilec.warpgroup_pingpong": True}}  # + FA3's turns
+         "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop: softmax(j) under P V of j - 1 (default)
+         "ws-overlap-pingpong": {"tilec.softmax_overlap": True, "tilec.warpgroup_pingpong": True},  # + FA3's turns
+         "ws-noturns": {"tilec.warpgroup_pingpong": False}}  # the rotated loop without the turns
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

@@ -26,21 +26,19 @@ Fails: never; a loop that does not fit is left as it is, the reason in its
       head(k) ; G1 {in_flight = 1} ; tile.gemm_wait %o {pending = 1} ; o *= alpha (k-1) ; wait V(k-1)
       G2(k-1) {in_flight = 2}
       tile.gemm_wait %s {pending = 1} ; release K(k) ; softmax(k) without O and P
-      scf.if k + 1 < ub { wait K(k+1) } ; tile.gemm_wait %o ; release V(k-1) ; p = s (k)
+      tile.gemm_wait %o ; release V(k-1) ; p = s (k)
     }
     o *= alpha (ub-1) ; wait V(ub-1) ; G2(ub-1) ; release V(ub-1)
 
 The rescale follows a `tile.gemm_wait %o {pending = 1}` (it returns at once: only G1 is in
 flight) that O passes through: else LLVM folds the multiplication of the two loop-carried values
 into the iteration before, behind the wait for G2, where it no longer runs under G1.
-The wait for G2 has no register operand in PTX, and ptxas's scheduler hoists it (and the V
-release) into the row max, to the first shuffle's latency, unless a basic block boundary keeps it
-below: with two or more stages the softmax ends with the wait for K of block k + 1 (in
-`scf.if k + 1 < ub`, a loop on an mbarrier; the next iteration's own wait then passes at once).
-Measured on the CPU (ptxas 13.0, cuobjdump) for D = 128, 128x128 tiles: all 64 exponentials of
-the loop before WARPGROUP.DEPBAR.LE gsb0, 0x0, none without that wait. With one stage the
-producer loads K of k + 1 only after V of k, into the stage V of k - 1 frees after the wait for
-G2: no early wait there.
+The wait for G2 has no register operand in PTX, and ptxas hoists it (and the V release) into
+the row max, before the exponentials. A first version held it below the softmax with the wait
+for K of block k + 1 in an `scf.if k + 1 < ub` (ptxas schedules within basic blocks); on the
+H200 that kernel ran 16 % slower (D = 128, S = 8192, 128x128 tiles: 0.76x cuDNN against 0.91x
+without it, run s7a, bench/NOTES.md), and it is gone: the other consumer warpgroup's gemms fill
+the tensor cores while this one's exponentials wait.
 """
 
 from __future__ import annotations
@@ -50,7 +48,7 @@ import math
 from tilec.dialects import tile
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value, value_range
@@ -150,7 +148,7 @@ def _split(loop: tile.ForOp):
     lb, ub = value_range(loop.lb), value_range(loop.ub)
     if lb is None or ub is None or not lb[1] < ub[0]:
         raise _Decline("the loop may run no iteration (its first and last are peeled)")
-    why = _registers_short(loop, first, second)
+    why = _registers_short(loop, first, second) or _rows_short(loop, first)
     if why is not None:
         raise _Decline(why)
     i1, i2 = ops.index(first), ops.index(second)
@@ -208,6 +206,20 @@ def _registers_short(loop: tile.ForOp, first: tile.GemmOp, second: tile.GemmOp) 
     return None
 
 
+def _rows_short(loop: tile.ForOp, first: tile.GemmOp) -> str | None:
+    """Why the rotation is declined for the rows each consumer warpgroup holds (None: 64, FA3's):
+    with two m64 blocks of S on one warpgroup ptxas serializes the peeled first Q K^T (C7519, a
+    warpgroup.arrive it injects), and the schedule was measured on 64 rows per warpgroup only."""
+    kernel = loop.parent_op()
+    while kernel is not None and not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    warpgroups = max(1, kernel.num_threads // 128)
+    rows = first.c.type.shape[0] // warpgroups
+    if rows > 64:
+        return f"each consumer warpgroup holds {rows} rows of S, more than one m64 block (64 rows per warpgroup)"
+    return None
+
+
 def _conflict(a: Operation, b: Operation) -> bool:
     """Whether `a` and `b` cannot trade places: one writes a buffer the other reads or writes."""
     a_read, a_written = _accesses(a)
@@ -249,9 +261,7 @@ def overlap_softmax(loop: tile.ForOp) -> bool:
     yield_op = body.last_op
     for op in convert:
         op.detach()
-    # (one stage: the producer loads K of k + 1 only after V of k, into the stage V of k - 1 frees after this)
-    pin = _wait_for_the_next_block(loop, head, body) if loop.warp_specialized_stages.value.data > 1 else []
-    Rewriter.insert_op([*pin, tile.GemmWaitOp(second.c, 0), *now.ops[split:], *convert], InsertPoint.before(yield_op))
+    Rewriter.insert_op([tile.GemmWaitOp(second.c, 0), *now.ops[split:], *convert], InsertPoint.before(yield_op))
     for op in reversed(group):
         Rewriter.erase_op(op)
     one = arith.ConstantOp(IntegerAttr(1, loop.lb.type))
@@ -261,21 +271,6 @@ def overlap_softmax(loop: tile.ForOp) -> bool:
     loop.attributes[ROTATED] = UnitAttr()
     _drop_unused(list(body.ops))
     return True
-
-
-def _wait_for_the_next_block(loop: tile.ForOp, head: list[Operation], body: Block) -> list[Operation]:
-    """`scf.if k + 1 < ub { the wait for K of block k + 1 }`, for the end of the softmax: ptxas
-    schedules within basic blocks, and the wait for G2 behind that loop on an mbarrier can no
-    longer be hoisted above the softmax (with no data dependency in PTX, it would be)."""
-    waits = [op for op in head if isinstance(op, tile.MBarrierWaitParityOp)]
-    b = Builder()
-    following = b.binary(arith.AddiOp, loop.induction_var, 1)
-    more = b.add(arith.CmpiOp(following, loop.ub, "ult"))
-    inner = Builder()
-    _clone_at(waits, body, loop.induction_var, following, inner)
-    inner.ops.append(scf.YieldOp())
-    b.ops.append(scf.IfOp(more, [], Region(Block(inner.ops))))
-    return b.ops
 
 
 def _drop_unused(ops: list[Operation]) -> None:

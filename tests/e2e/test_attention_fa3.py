@@ -34,7 +34,7 @@ _SHAPES = [  # (batch, heads, seq_len, dim, causal, block_M, block_N, stages, th
     (1, 1, 320, 128, False, 128, 128, 2, 256, "float16"),
     (1, 1, 100, 64, False, 128, 128, 2, 256, "float16"),  # one key block: the loop runs no iteration
 ]
-TURN_CASES = [Case(f"attention_{dt}_h{h}s{s}d{d}{'_causal' if c else ''}_{bm}x{bn}", attention(b, h, s, d, c, bm, bn, st, th, dt),
+TURN_CASES = [Case(f"attention_{dt}_h{h}s{s}d{d}{'_causal' if c else ''}_{bm}x{bn}_{st}st_{th}t", attention(b, h, s, d, c, bm, bn, st, th, dt),
                    [3], _attention_inputs(b, h, s, d, dt), _attention_ref(c), tol=1e-2)
               for (b, h, s, d, c, bm, bn, st, th, dt) in _SHAPES]
 
@@ -57,11 +57,23 @@ def test_operand_rings_with_the_turns_on_the_simulator(case):
     run_case(case, "sim", "cpu", pass_configs={**RINGS, "tilec.warpgroup_pingpong": True})
 
 
+def _rows_per_warpgroup(case) -> int:
+    """block_M / (threads / 128), read from the case's name (`..._{bm}x{bn}_{st}st_{th}t`)."""
+    bm, threads = re.search(r"_(\d+)x\d+_\d+st_(\d+)t$", case.name).groups()
+    return int(bm) // max(1, int(threads) // 128)
+
+
 @pytest.mark.parametrize("case", ATTENTION_CASES + TURN_CASES, ids=lambda c: c.name)
 def test_softmax_overlap_on_the_simulator(case):
-    """Rotated (the wait for S alone: pending = 1; P V of the block before left in flight: 2)."""
+    """Rotated (the wait for S alone: pending = 1; P V of the block before left in flight: 2);
+    with more than 64 query rows per consumer warpgroup the loop stays as written, with the reason
+    (ptxas serialized the rotated loop's peeled Q K^T there: C7519)."""
     kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=OVERLAP)
     tile_ir = kernel.get_ir("tile-opt")
+    if _rows_per_warpgroup(case) > 64:
+        assert 'tilec.not_softmax_overlap = "each consumer warpgroup holds' in tile_ir
+        run_case(case, "sim", "cpu", pass_configs=OVERLAP)
+        return
     assert "not_softmax_overlap" not in tile_ir
     assert "pending = 1" in tile_ir and "in_flight = 2" in tile_ir and "%full_V" in tile_ir
     run_case(case, "sim", "cpu", pass_configs=OVERLAP)
@@ -117,8 +129,8 @@ def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, con
     twice the HGMMA of the unrotated kernel (Q K^T peeled before the loop, P V after it), half of
     them with a register A (P V); in the loop the rescale of O between the issue of Q K^T and of
     P V (under Q K^T, among its HGMMAs or after them; ptxas may put one multiplication elsewhere), the wait for S with P V still in flight (WARPGROUP.DEPBAR.LE gsb0, 0x1
-    after the two groups), and every exponential of the softmax before the wait for P V
-    (DEPBAR.LE gsb0, 0x0): ptxas did not hoist it."""
+    after the two groups), and a wait for P V (DEPBAR.LE gsb0, 0x0) later in the loop (ptxas
+    hoists it into the row max; holding it below the exponentials measured 16 % slower, run s7a)."""
     prim = attention(2, 2048 // dim, 1024, dim, causal, *tiles, 2, 256)
     cubin, report, name = _sm90a(prim, configs)
     assert "C75" not in report.log, report.log
@@ -138,9 +150,7 @@ def test_softmax_overlap_assembles_and_shows_in_the_sass(dim, tiles, causal, con
     assert len(hgmma) == 2 * steps and hgmma.count("gdesc") == 2 * (dim // 16), text
     assert re.search(r"gsb0, 0x2 ;\s*\n\s*(BAR\.ARV R\d+, 0x100 ;\s*\n\s*)?WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;", text)
     start = next(i for i, line in enumerate(sass) if "DEPBAR.LE gsb0, 0x2" in line)
-    end = next(i for i in range(start, len(sass)) if "DEPBAR.LE gsb0, 0x0" in sass[i])
-    exps = sum("MUFU.EX2" in line for line in sass[start:end])
-    assert exps >= tiles[1] // 2, f"{exps} exponentials of {tiles[1] // 2} before the wait for P V"
+    assert any("DEPBAR.LE gsb0, 0x0" in line for line in sass[start:]), text
     first_rs = next(i for i in range(start, 0, -1) if re.search(r"HGMMA\S* R\d+, R\d+", sass[i])
                     and not re.search(r"HGMMA\S* R\d+, R\d+", sass[i - 1]))
     issued = next(i for i in range(first_rs, 0, -1) if re.search(r"HGMMA\S* R\d+, gdesc", sass[i]))

@@ -60,10 +60,10 @@ def test_attention_assembles_with_wgmma_only(case, ptxas):
 def test_attention_sass_has_hgmma_with_register_a(ptxas, tmp_path, cuobjdump):
     """The SASS: HGMMA from two descriptors for Q K^T, HGMMA with a register A for P V, TMA loads
     (UTMALDG) and the register split of the warp-specialized roles (SETMAXREG). With the softmax
-    overlap (`tilec.softmax_overlap`) the first block's Q K^T and the last block's P V are peeled
-    out of the loop: twice the HGMMAs, half of them with a register A."""
+    overlap (`tilec.softmax_overlap`, the default) the first block's Q K^T and the last block's P V
+    are peeled out of the loop: twice the HGMMAs, half of them with a register A."""
     case = next(c for c in ATTENTION_CASES if "d128_128x128" in c.name)
-    for configs, copies in (({}, 1), ({"tilec.softmax_overlap": True}, 2)):
+    for configs, copies in (({"tilec.softmax_overlap": False}, 1), ({}, 2)):
         _, _, cubin, _ = _sm90a(case, configs)
         _check_hgmma(cubin, copies, tmp_path, cuobjdump)
 

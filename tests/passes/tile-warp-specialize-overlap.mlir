@@ -6,8 +6,8 @@
 // Q K_k^T, O through a wait that returns at once (so that LLVM keeps the rescale here), then the
 // rescale o *= alpha of block k-1 and P_{k-1} V_{k-1} (both gemms left in
 // flight: 1 and 2), the wait for S alone (pending 1), K_k's release, the softmax of S_k, the wait
-// for K_{k+1} (in its own block: ptxas may then not hoist the wait for P V above the softmax),
-// the wait for P V, V_{k-1}'s release, then P_k. After it: the last block's rescale and P V.
+// the wait for P V (no wait for K_{k+1} before it: holding it below the softmax that way measured
+// 16 % slower on the H200, run s7a), V_{k-1}'s release, then P_k. After it: the last block's rescale and P V.
 // CHECK-LABEL: func.func @attention
 // CHECK: } consumer {
 // CHECK: tile.mbarrier_wait_parity %full_K[%[[S0:.*]]], %{{.*}}
@@ -34,12 +34,9 @@
 // CHECK: tile.mbarrier_arrive %empty_K[%[[SK]]]
 // CHECK: tile.reduce %s, %m
 // CHECK: math.exp2
-// CHECK: %[[NEXT:.*]] = arith.addi %k, %{{.*}} : index
-// CHECK-NEXT: %[[MORE:.*]] = arith.cmpi ult, %[[NEXT]], %c4 : index
-// CHECK-NEXT: scf.if %[[MORE]] {
-// CHECK: tile.mbarrier_wait_parity %full_K
-// CHECK-NEXT: }
-// CHECK-NEXT: tile.gemm_wait %o :
+// CHECK-NOT: scf.if
+// CHECK-NOT: tile.mbarrier_wait_parity %full_K
+// CHECK: tile.gemm_wait %o :
 // CHECK: tile.mbarrier_arrive %empty_V[%[[SV]]]
 // CHECK: tile.copy %s, %p
 // CHECK-NEXT: } {num_stages = 2 : i64, warp_specialized_stages = 2 : i64, tilec.softmax_overlap}

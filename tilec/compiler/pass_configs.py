@@ -75,19 +75,20 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "warp-specialized kernel that load the same operand tile pair into clusters of two and load it "
               "once, by TMA multicast"),
     _honoured("tilec.warpgroup_pingpong", "TILEC_WARPGROUP_PINGPONG",
-              "tile-warpgroup-pingpong (off by default: on the H200 attention ran 15 % slower with it, causal 46 %): the "
-              "consumer warpgroups of one tile (attention's 256 threads) take turns at the two gemms of their loop, "
-              "one's softmax under the other's gemms"),
+              "tile-warpgroup-pingpong: the consumer warpgroups of one tile (attention's 256 threads) take turns at "
+              "the two gemms of their loop, one's softmax under the other's gemms. Not given: on the loops the "
+              "softmax overlap rotated (on the H200 causal D=128 attention 0.81 -> 0.90x cuDNN, non-causal even, "
+              "run s7b); True: on every loop that fits (the loop as written ran 15 % slower with it, causal 46 %, "
+              "run s5f); False: off"),
     _honoured("tilec.operand_rings", "TILEC_OPERAND_RINGS",
               "tile-warp-specialize gives the staged tiles of different gemms a full/empty mbarrier ring each "
               "(FlashAttention-3's K and V pipelines; off by default until measured): Q K^T waits for K only, "
               "K's stage is released once S is computed, V's once P V is done"),
     _honoured("tilec.softmax_overlap", "TILEC_SOFTMAX_OVERLAP",
-              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; off by default: its first "
-              "version measured 611 vs 556 TFLOP/s at D=128 S=8192 on the H200 (run s6d), the merged one 504-511 "
-              "vs 522-556 (run s6g), to be bisected): the "
+              "FlashAttention-3's intra-warpgroup overlap (implies tilec.operand_rings; on by default: on the H200 "
+              "D=128 S=8192 attention 0.94 vs 0.75x cuDNN, D=256 1.00 vs 0.85, D=64 0.79 vs 0.78, run s7b): the "
               "warp-specialized attention loop is rotated so that each warpgroup issues Q K_j^T and "
-              "P_{j-1} V_{j-1} together and runs the softmax of S_j while P V runs"),
+              "P_{j-1} V_{j-1} together and runs the softmax of S_j while P V runs; False keeps the loop as written"),
     _honoured("tilec.split_masks", "TILEC_SPLIT_MASKS",
               "tile-split-masks (on by default): a loop's T.Parallel mask that is uniformly true for a prefix or "
               "suffix of its iterations (causal attention's diagonal) runs unmasked there; False keeps every mask"),

@@ -31,10 +31,13 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     specialize = wgmma and target.has_tma and not configs.get("tl.disable_warp_specialized") and \
         not configs.get("tl.disable_tma_lower")
     cluster = specialize and configs.get("tilec.cluster", False)
-    pingpong = specialize and configs.get("tilec.warpgroup_pingpong", False)
+    overlap = bool(configs.get("tilec.softmax_overlap", True))
+    # the turns: asked for, on every loop that fits; not given, on the loops the softmax overlap rotated
+    turns = configs.get("tilec.warpgroup_pingpong")
+    pingpong = specialize and (bool(turns) if turns is not None else overlap)
     if cluster:  # the passes that are off by default are imported only when they run
         from tilec.passes.tile_cluster import TileClusterPass
-    if pingpong:
+    if pingpong and turns is not None:
         from tilec.passes.tile_warpgroup_pingpong import TileWarpgroupPingpongPass
     return [
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
@@ -43,7 +46,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileWarpSpecializePass(target=target.name, persistent=_persistent(configs),
                                   pingpong=bool(configs.get("tilec.pingpong", True)),
                                   operand_rings=bool(configs.get("tilec.operand_rings", False)),
-                                  softmax_overlap=bool(configs.get("tilec.softmax_overlap", False)))]
+                                  softmax_overlap=overlap)]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
         *([TileClusterPass(target=target.name)] if cluster else []),  # share loads
@@ -53,8 +56,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         TilePlanSharedMemoryPass(target=target.name),  # offsets, reuse, THE shared-memory budget check
         TileInsertBarriersPass(),  # order shared-memory accesses of different threads
         # after the barriers, so that it sees any a turn would hold: the warpgroups of a tile take turns at the gemms
-        # (off by default: measured slower on the H200, run s5f, bench/NOTES.md)
-        *([TileWarpgroupPingpongPass()] if pingpong else []),
+        # (by default only on rotated loops: unrotated, measured slower on the H200, run s5f, bench/NOTES.md)
+        *([TileWarpgroupPingpongPass() if turns is not None else TurnsOnRotatedLoops()] if pingpong else []),
     ]
 
 
@@ -65,3 +68,19 @@ def _persistent(configs: dict) -> bool | None:
     if value is None:
         return False if configs.get("tilec.cluster", False) else None
     return bool(value)
+
+
+class TurnsOnRotatedLoops:
+    """tile-warpgroup-pingpong on the loops the softmax overlap rotated, its module imported only
+    when the module has one (a gemm kernel's build does not load it)."""
+
+    name = "tile-warpgroup-pingpong"
+
+    def apply(self, ctx, op) -> None:
+        from tilec.dialects import tile
+        from tilec.passes.softmax_overlap import ROTATED
+
+        if any(isinstance(o, tile.ForOp) and ROTATED in o.attributes for o in op.walk()):
+            from tilec.passes.tile_warpgroup_pingpong import TileWarpgroupPingpongPass
+
+            TileWarpgroupPingpongPass(rotated_only=True).apply(ctx, op)
