@@ -110,8 +110,10 @@ class JITKernel:
     """A compiled kernel: call it with tensors; inspect its IR and source."""
 
     def __init__(self, program: KernelProgram, target: Target, pass_configs: dict | None = None, *,
-                 execution_backend: str = "auto", build_key: str | None = None):
+                 execution_backend: str = "auto", build_key: str | None = None, make_program=None):
         self.program = program
+        # restored through the memo (program.module None): the frontend, run again when an IR stage needs it
+        self._make_program = make_program
         self.target = target
         self.pass_configs = pass_configs or {}
         self.out_idx = list(program.returns)
@@ -129,6 +131,8 @@ class JITKernel:
         return runtime.launch(self, list(args))
 
     def get_ir(self, stage: str = "tile") -> str:
+        if self.program.module is None and self._make_program is not None and stage in ("tile", "tile-opt", "thread"):
+            self.program.module = self._make_program().module  # the same program: the memo's fingerprint matched
         return self._backend.get_ir(stage)
 
     def get_kernel_source(self) -> str:
@@ -276,7 +280,8 @@ class JITFunction:
 
                 try:
                     return JITKernel(cache.program_from_json(hit["program"]), target, self.pass_configs,
-                                     execution_backend=self.execution_backend, build_key=hit["build_key"])
+                                     execution_backend=self.execution_backend, build_key=hit["build_key"],
+                                     make_program=make_program)
                 except CacheMissError:
                     pass  # the build it points at is gone: build again
         kernel = JITKernel(make_program(), target, self.pass_configs, execution_backend=self.execution_backend)

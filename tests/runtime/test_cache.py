@@ -488,6 +488,19 @@ def test_real_build_is_a_hit_through_the_memo(cache_dir, counts):
     assert [m["build_key"] for m in memos.values()] == [first.build_key]
 
 
+def test_ir_stages_of_a_kernel_restored_through_the_memo(cache_dir, counts):
+    """A kernel the memo restored (no tile IR in memory) still shows every IR stage: the frontend
+    runs again when one needs it (it used to be "unknown IR stage 'tile-opt'")."""
+    import tilec
+
+    first = tilec.jit(target="sm_90a")(add_fn).compile()
+    again = tilec.jit(target="sm_90a")(add_fn).compile()
+    assert again._backend.from_cache and again.program.module is None and counts["frontend"] == 1
+    for stage in ("tile-opt", "thread", "tile", "llvm", "ptx"):
+        assert again.get_ir(stage) == first.get_ir(stage), stage
+    assert counts["frontend"] == 2
+
+
 def _rewrite(field_change):
     def change(folder, k):
         entry = cache.get(k)
