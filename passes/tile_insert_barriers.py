@@ -9,6 +9,17 @@ Establishes: in each straight-line sequence of a `tile.kernel` (its body,
   iterations (a barrier before the loop's terminator) and into / out of loops.
 Fails: never.
 
+A barrier is never put where only some threads run: inside an `scf.if` whose condition may
+differ between the block's threads, or a `tile.for` whose bounds may (`Divergence` says which
+values may).  The threads outside the branch never arrive there, so on a GPU the barrier
+deadlocks or desynchronizes the block's later barriers (`bar.sync` is `barrier.sync.aligned`:
+every thread of a warp must run the same one), although a lockstep simulator runs it.  Such a
+branch is then one step, like a `tile.parallel`: the barriers it needs go before and after
+it, and what its own per-thread accesses need among themselves is the program's to order
+(as in CUDA: TileLang's `T.sync_threads(id, count)` inside it).  A branch holding whole-tile
+work (T.copy, T.gemm, a T.sync_threads of the whole block, ...) is taken as uniform: that
+work needs every thread of the block anyway.
+
 Each op's accesses come from one table (`_ACCESSES`); a `tile.parallel` is a
 single op reading / writing the union of its body.  A nested sequence is
 summarized by what it accesses before its first barrier (`head`) and after
@@ -118,6 +129,100 @@ def op_accesses(op: Operation) -> Accesses:
     return total
 
 
+class Divergence:
+    """The values of a kernel that may differ between the threads of its block.
+
+    A value may differ (is divergent) when it depends on `tile.thread_id`, a `tile.atomic`'s
+    previous value, an index of a `tile.parallel`, a load at a divergent index, or a load of
+    a per-thread buffer (local scope, a fragment) that some thread wrote with a divergent
+    value or index or under divergent control (a branch on, or a loop bounded by, a divergent
+    value; a `tile.parallel` body).  Loads of shared or global memory at the same index are
+    the same for every thread.  A fixpoint over the kernel: a per-thread buffer carries
+    divergence around loops and across branches."""
+
+    def __init__(self, kernel: tile.KernelOp):
+        self.values: set[SSAValue] = set()
+        self.buffers: set[SSAValue] = set()
+        while self._visit_block(kernel.body.block, False):
+            pass
+
+    def _visit_block(self, block: Block, control: bool) -> bool:
+        """One pass over `block`, `control` saying whether only some threads may run it."""
+        changed = False
+        for op in block.ops:
+            changed |= self._visit(op, control)
+            if op.regions:
+                inner = control or isinstance(op, tile.ParallelOp) or self.branches(op)
+                for region in op.regions:
+                    for child in region.blocks:
+                        changed |= self._visit_block(child, inner)
+        return changed
+
+    def branches(self, op: Operation) -> bool:
+        """Whether `op` is an `scf.if` on a divergent condition or a loop with divergent bounds."""
+        if isinstance(op, scf.IfOp):
+            return op.cond in self.values
+        if isinstance(op, tile.ForOp):
+            return any(v in self.values for v in (op.lb, op.ub, op.step))
+        return False
+
+    def _visit(self, op: Operation, control: bool) -> bool:
+        divergent = isinstance(op, tile.ThreadIdOp | tile.AtomicOp) or any(v in self.values for v in op.operands)
+        if isinstance(op, tile.LoadOp):
+            root = root_buffer(op.source)
+            divergent = divergent or root in self.buffers or (
+                isinstance(root.type, tile.BufferType) and root.type.scope == "fragment")
+        changed = False
+        if divergent or control:
+            for value in _per_thread_writes(op):
+                if value not in self.buffers:
+                    self.buffers.add(value)
+                    changed = True
+        yielded = any(v in self.values for region in op.regions for block in region.blocks
+                      if block.last_op is not None and block.last_op.has_trait(IsTerminator)
+                      for v in block.last_op.operands)
+        if divergent or yielded:  # an scf.if's results: its condition or what a branch yields
+            for value in op.results:
+                if value not in self.values:
+                    self.values.add(value)
+                    changed = True
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    # the index of a tile.parallel; a loop's index when its bounds differ
+                    if (isinstance(op, tile.ParallelOp) or divergent) and arg not in self.values:
+                        self.values.add(arg)
+                        changed = True
+        return changed
+
+
+def _per_thread_writes(op: Operation) -> set[SSAValue]:
+    """The per-thread buffers (local scope, fragments) `op` itself writes."""
+    get = _ACCESSES.get(type(op))
+    if get is None:
+        return set()
+    return {
+        root_buffer(v)
+        for v in get(op)[1]
+        if isinstance(v.type, tile.BufferType) and v.type.scope in ("local", "fragment")
+    }
+
+
+def _uniform_work(op: Operation) -> bool:
+    """Whether `op` holds work every thread of the block must run (whole-tile ops, a barrier of
+    the whole block): then its branch is uniform whatever its condition looks like."""
+    for inner in op.walk():
+        if inner is op or isinstance(inner, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
+            continue
+        if isinstance(inner, tile.BarrierOp) and inner.barrier_id is not None:
+            continue  # a named barrier counts the threads that meet there
+        if isinstance(inner, tile.ForOp) and inner.kind.data == tile.LoopKind.SERIAL:
+            continue
+        if tile.block_level_name(inner) is not None:
+            return True
+    return False
+
+
 @dataclass
 class Summary:
     """A sequence's exposed accesses: before its first barrier and after its last one."""
@@ -134,13 +239,13 @@ def _insert_barrier(before: Operation) -> None:
     Rewriter.insert_op(barrier, InsertPoint.before(before))
 
 
-def synchronize_block(block: Block) -> Summary:
+def synchronize_block(block: Block, divergence: Divergence | None = None) -> Summary:
     """Inserts the barriers `block` needs on its own; summarizes what stays exposed."""
     seq = Summary(Accesses(), Accesses())
     for op in list(block.ops):
         if op.has_trait(IsTerminator):
             continue
-        inner = _summarize(op)
+        inner = _summarize(op, divergence)
         if seq.tail.conflicts(inner.head):
             _insert_barrier(op)
             seq.tail, seq.has_barrier = Accesses(), True
@@ -151,17 +256,20 @@ def synchronize_block(block: Block) -> Summary:
     return seq
 
 
-def _summarize(op: Operation) -> Summary:
+def _summarize(op: Operation, divergence: Divergence | None) -> Summary:
     if isinstance(op, tile.BarrierOp):
         return Summary(Accesses(), Accesses(), has_barrier=True)
+    if divergence is not None and divergence.branches(op) and not _uniform_work(op):
+        accesses = op_accesses(op)  # run by some threads only: one step, no barrier inside
+        return Summary(accesses, accesses)
     if isinstance(op, tile.ForOp | tile.PersistentOp):
-        return _synchronize_loop(op)
+        return _synchronize_loop(op, divergence)
     if isinstance(op, tile.WarpSpecializeOp):
         # the producer's TMA loads are ordered by mbarriers, not barriers; the consumers' own
         # accesses get (named) barriers among themselves
-        return synchronize_block(op.consumer.block)
+        return synchronize_block(op.consumer.block, divergence)
     if isinstance(op, scf.IfOp):
-        branches = [synchronize_block(r.block) for r in op.regions if r.blocks]
+        branches = [synchronize_block(r.block, divergence) for r in op.regions if r.blocks]
         return Summary(
             head=_union(b.head for b in branches),
             tail=_union(b.tail for b in branches),
@@ -183,10 +291,10 @@ def _surely_runs(loop: tile.ForOp) -> bool:
     return lb is not None and ub is not None and lb[1] < ub[0]
 
 
-def _synchronize_loop(loop: tile.ForOp | tile.PersistentOp) -> Summary:
+def _synchronize_loop(loop: tile.ForOp | tile.PersistentOp, divergence: Divergence | None = None) -> Summary:
     """A loop's body, and a barrier at its end where its next iteration (the next tile of a
     persistent kernel) would touch what this one's end touches."""
-    body = synchronize_block(loop.body.block)
+    body = synchronize_block(loop.body.block, divergence)
     tail = body.tail
     # The next iteration's head runs after this iteration's tail.
     if tail.conflicts(body.head):
@@ -206,4 +314,4 @@ class TileInsertBarriersPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in op.walk():
             if isinstance(kernel, tile.KernelOp):
-                synchronize_block(kernel.body.block)
+                synchronize_block(kernel.body.block, Divergence(kernel))

@@ -367,6 +367,7 @@ def _named_barrier(op, c, wait: bool = True):
             if hopper_of(st).roles:
                 raise error_at(op, "bar.sync 0 (a block-wide barrier) inside a warp-specialized region waits for "
                                    "threads of the other role and deadlocks (simulated)")
+            _whole_block(op, st)
             return
         n = _lanes(st)
         lanes = int(np.count_nonzero(_active(st, n)))
@@ -384,12 +385,29 @@ def _named_barrier(op, c, wait: bool = True):
     return run
 
 
+def _whole_block(op, st) -> None:
+    """A block-wide barrier must be reached by every thread of the block: one under a branch that
+    only some take (a lane mask) waits for threads that never come. The lanes run in lockstep
+    here, so without this check it would pass; on a GPU it deadlocks, or (the others meeting a
+    later barrier) desynchronizes the block's barriers."""
+    if st.mask is None:
+        return
+    n = _lanes(st)
+    active = _active(st, n)
+    if active.all() or not active.any():
+        return
+    raise error_at(op, f"a block-wide barrier reached by {int(np.count_nonzero(active))} of the block's {n} "
+                       "threads, under a branch the others do not take: on a GPU it waits for threads that never "
+                       "arrive (simulated deadlock)")
+
+
 def block_barrier(op, c):
     def run(st):
         h = st.env.get("__hopper__")
         if h is not None and h.roles:
             raise error_at(op, "a block-wide barrier inside a warp-specialized region waits for threads of the "
                                "other role and deadlocks (simulated)")
+        _whole_block(op, st)
 
     return run
 

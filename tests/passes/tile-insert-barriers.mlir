@@ -195,3 +195,118 @@ func.func @planned_aliases(%X: !tile.tensor<64xf32>) {
   }
   func.return
 }
+
+// A branch only some threads take (its condition depends on the thread index): no barrier
+// goes inside it, where the other threads would never arrive (on a GPU: a deadlock, or the
+// block's later barriers out of step). The read and the write inside it are the program's to
+// order; the read after the branch gets its barrier after it.
+// CHECK-LABEL: func.func @divergent_branch
+// CHECK:       scf.if
+// CHECK-NEXT:    tile.load
+// CHECK-NEXT:    tile.store
+// CHECK-NEXT:  }
+// CHECK-NEXT:  tile.barrier
+// CHECK-NEXT:  tile.load
+func.func @divergent_branch(%Y: !tile.tensor<64xi32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [64, 1, 1] {
+    %tx = tile.thread_id
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %s = tile.alloc : !tile.buffer<2x64xi32, shared>
+    %lt = arith.cmpi slt, %tx, %c32 : index
+    scf.if %lt {
+      %v = tile.load %s[%c0, %tx] : !tile.buffer<2x64xi32, shared> -> i32
+      tile.store %v, %s[%c1, %tx] : i32, !tile.buffer<2x64xi32, shared>
+    }
+    %w = tile.load %s[%c1, %c0] : !tile.buffer<2x64xi32, shared> -> i32
+    tile.store %w, %Y[%tx] : i32, !tile.tensor<64xi32>
+  }
+  func.return
+}
+
+// TileLang's topk_selector: the condition comes from an atomic's old value kept in a
+// per-thread variable (`pos = T.atomic_add(..., return_prev=True)`): divergent too, so the
+// move from one half of the buffer to the other gets no barrier inside the branch.
+// CHECK-LABEL: func.func @divergent_through_a_variable
+// CHECK:       scf.if
+// CHECK-NOT:   tile.barrier
+// CHECK:       tile.store %{{.*}}, %s[%c1, %{{.*}}]
+// CHECK-NEXT:  }
+func.func @divergent_through_a_variable(%K: !tile.tensor<1xi32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [64, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %one = arith.constant 1 : i32
+    %s = tile.alloc : !tile.buffer<2x64xi32, shared>
+    %count = tile.alloc : !tile.buffer<1xi32, shared>
+    %pos = tile.alloc : !tile.buffer<1xi32, local>
+    %old = tile.atomic %count[%c0], %one {kind = "add"} : !tile.buffer<1xi32, shared>, i32 -> i32
+    tile.store %old, %pos[%c0] : i32, !tile.buffer<1xi32, local>
+    %k = tile.load %K[%c0] : !tile.tensor<1xi32> -> i32
+    %p = tile.load %pos[%c0] : !tile.buffer<1xi32, local> -> i32
+    %below = arith.cmpi slt, %p, %k : i32
+    scf.if %below {
+      %i = arith.index_cast %p : i32 to index
+      %v = tile.load %s[%c0, %i] : !tile.buffer<2x64xi32, shared> -> i32
+      tile.store %v, %s[%c1, %i] : i32, !tile.buffer<2x64xi32, shared>
+    }
+  }
+  func.return
+}
+
+// The same branch on a value every thread reads alike (shared memory at one index, after a
+// barrier) is uniform: the barrier between the read and the write goes inside it.
+// CHECK-LABEL: func.func @uniform_through_shared
+// CHECK:       scf.if
+// CHECK-NEXT:    tile.load
+// CHECK-NEXT:    tile.barrier
+// CHECK-NEXT:    tile.store
+func.func @uniform_through_shared(%K: !tile.tensor<1xi32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [64, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %s = tile.alloc : !tile.buffer<2x64xi32, shared>
+    %count = tile.alloc : !tile.buffer<1xi32, shared>
+    %n = tile.alloc : !tile.buffer<1xi32, local>
+    %c = tile.load %count[%c0] : !tile.buffer<1xi32, shared> -> i32
+    tile.store %c, %n[%c0] : i32, !tile.buffer<1xi32, local>
+    %k = tile.load %K[%c0] : !tile.tensor<1xi32> -> i32
+    %m = tile.load %n[%c0] : !tile.buffer<1xi32, local> -> i32
+    %more = arith.cmpi slt, %m, %k : i32
+    scf.if %more {
+      %v = tile.load %s[%c0, %c0] : !tile.buffer<2x64xi32, shared> -> i32
+      tile.store %v, %s[%c0, %c1] : i32, !tile.buffer<2x64xi32, shared>
+    }
+  }
+  func.return
+}
+
+// A loop whose bound differs between threads: no barrier at the end of its body (threads
+// run different numbers of iterations); the read after it gets one.
+// CHECK-LABEL: func.func @divergent_loop_bound
+// CHECK:       tile.for
+// CHECK-NEXT:    tile.load
+// CHECK-NEXT:    tile.store
+// CHECK-NEXT:  }
+// CHECK-NEXT:  tile.barrier
+// CHECK-NEXT:  tile.load
+func.func @divergent_loop_bound(%Y: !tile.tensor<64xi32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [64, 1, 1] {
+    %tx = tile.thread_id
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %s = tile.alloc : !tile.buffer<64xi32, shared>
+    tile.for %k = %c0 to %tx step %c1 {
+      %v = tile.load %s[%k] : !tile.buffer<64xi32, shared> -> i32
+      tile.store %v, %s[%tx] : i32, !tile.buffer<64xi32, shared>
+    }
+    %w = tile.load %s[%c0] : !tile.buffer<64xi32, shared> -> i32
+    tile.store %w, %Y[%tx] : i32, !tile.tensor<64xi32>
+  }
+  func.return
+}
