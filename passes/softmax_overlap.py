@@ -55,7 +55,7 @@ from .analysis import constant_value, value_range
 from .fragment_conversions import reads, writes
 from .loop_stages import Builder, clone_slice, pure
 
-__all__ = ["NOT_APPLIED", "ROTATED", "overlap_softmax"]
+__all__ = ["NOT_APPLIED", "ROTATED", "overlap_softmax", "unfit"]
 
 NOT_APPLIED = "tilec.not_softmax_overlap"
 ROTATED = "tilec.softmax_overlap"  # on the rotated loop, for tile-warpgroup-pingpong
@@ -148,7 +148,7 @@ def _split(loop: tile.ForOp):
     lb, ub = value_range(loop.lb), value_range(loop.ub)
     if lb is None or ub is None or not lb[1] < ub[0]:
         raise _Decline("the loop may run no iteration (its first and last are peeled)")
-    why = _registers_short(loop, first, second) or _rows_short(loop, first)
+    why = _registers_short(loop, first, second)
     if why is not None:
         raise _Decline(why)
     i1, i2 = ops.index(first), ops.index(second)
@@ -187,8 +187,8 @@ MARGIN = 40  # registers besides the gemms' fragments: addresses, row statistics
 
 
 def _registers_short(loop: tile.ForOp, first: tile.GemmOp, second: tile.GemmOp) -> str | None:
-    """Why the rotated loop would spill (None: it fits): during the softmax of S_j, O and P_{j-1}
-    (both still read by G2) and S_j are all live, in 32-bit registers per consumer thread."""
+    """Why the rotated loop would not fit the consumers (None: it fits), from the
+    tile.warp_specialize around `loop`."""
     ws = loop.parent_op()
     while ws is not None and not isinstance(ws, tile.WarpSpecializeOp):
         ws = ws.parent_op()
@@ -197,24 +197,28 @@ def _registers_short(loop: tile.ForOp, first: tile.GemmOp, second: tile.GemmOp) 
         kernel = kernel.parent_op()
     if ws is None or kernel is None or ws.consumer_regs is None:
         return "not in the consumer region of a tile.warp_specialize"
-    threads = kernel.num_threads
+    return short_of(first, second, kernel.num_threads, ws.consumer_regs.value.data)
+
+
+def unfit(loop: tile.ForOp, threads: int, registers: int) -> str | None:
+    """Why a loop of two top-level gemms would not fit the rotation on `threads` consumer threads
+    with `registers` each (None: it fits, or it is not such a loop: `overlap_softmax` says why),
+    asked before tile-warp-specialize gives the loop operand rings."""
+    gemms = [op for op in loop.body.block.ops if isinstance(op, tile.GemmOp)]
+    return short_of(*gemms, threads, registers) if len(gemms) == 2 else None
+
+
+def short_of(first: tile.GemmOp, second: tile.GemmOp, threads: int, registers: int) -> str | None:
+    """Why the rotated loop would spill or serialize (None: it fits).
+    Registers: during the softmax of S_j, O and P_{j-1} (both still read by G2) and S_j are all
+    live, in 32-bit registers per consumer thread. Rows: with two m64 blocks of S on one
+    warpgroup ptxas serializes the peeled first Q K^T (C7519, a warpgroup.arrive it injects), and
+    the schedule was measured on 64 rows per warpgroup only."""
     words = sum(math.prod(v.type.shape) * tile.element_bytes(v.type.element_type) for v in (first.c, second.c, second.a))
     need = words // 4 // threads + MARGIN
-    have = ws.consumer_regs.value.data
-    if need > have:
-        return f"S, O and P of two blocks need about {need} registers per consumer thread, more than its {have}"
-    return None
-
-
-def _rows_short(loop: tile.ForOp, first: tile.GemmOp) -> str | None:
-    """Why the rotation is declined for the rows each consumer warpgroup holds (None: 64, FA3's):
-    with two m64 blocks of S on one warpgroup ptxas serializes the peeled first Q K^T (C7519, a
-    warpgroup.arrive it injects), and the schedule was measured on 64 rows per warpgroup only."""
-    kernel = loop.parent_op()
-    while kernel is not None and not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
-    warpgroups = max(1, kernel.num_threads // 128)
-    rows = first.c.type.shape[0] // warpgroups
+    if need > registers:
+        return f"S, O and P of two blocks need about {need} registers per consumer thread, more than its {registers}"
+    rows = first.c.type.shape[0] // max(1, threads // 128)
     if rows > 64:
         return f"each consumer warpgroup holds {rows} rows of S, more than one m64 block (64 rows per warpgroup)"
     return None
