@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 
 from tilec.dialects import tile
+from tilec.dialects.tile.turns import WARPGROUP
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.ir import Block, Operation, SSAValue
@@ -218,7 +219,7 @@ def short_of(first: tile.GemmOp, second: tile.GemmOp, threads: int, registers: i
     need = words // 4 // threads + MARGIN
     if need > registers:
         return f"S, O and P of two blocks need about {need} registers per consumer thread, more than its {registers}"
-    rows = first.c.type.shape[0] // max(1, threads // 128)
+    rows = first.c.type.shape[0] // max(1, threads // WARPGROUP)
     if rows > 64:
         return f"each consumer warpgroup holds {rows} rows of S, more than one m64 block (64 rows per warpgroup)"
     return None
