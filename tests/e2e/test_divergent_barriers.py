@@ -96,8 +96,10 @@ def barrier_under_a_variable():
 def test_a_block_barrier_under_a_divergent_branch_is_a_simulated_deadlock():
     x = np.array([1, -1] * 32, np.int32)
     with pytest.raises(tilec.TilecError, match=r"block-wide barrier reached by 32 of the block's 64 threads.*"
-                                               r"simulated deadlock"):
+                                               r"simulated deadlock") as caught:
         tilec.compile(barrier_under_a_variable(), out_idx=[-1], target="sim")(x)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "marker: divergent barrier" in text)
+    assert f"test_divergent_barriers.py:{line}" in str(caught.value)  # the kernel's T.sync_threads line
     y = tilec.compile(barrier_under_a_variable(), out_idx=[-1], target="sim")(np.ones(64, np.int32))
     assert (y == 1).all()  # every thread takes the branch: the barrier is reached by all
 
