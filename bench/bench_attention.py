@@ -65,9 +65,11 @@ def _ints(name: str, default: list[int]) -> list[int]:
 
 
 # (block_M, block_N, num_stages, threads) per head dim. All build without spills on the warp-specialized
-# path (BENCH_ATTN_CPU=1). D = 64 leads with FA3's three consumer warpgroups (192x128, 384 threads: the
-# loop as written, the rotation does not fit their 152 registers; 0.98x cuDNN vs 0.93 for 128x128, run s7d).
-# Left out: 128x128 at D = 256 (one stage fits the shared memory, and the causal kernel spills).
+# path (BENCH_ATTN_CPU=1). D = 64 leads with FA3's three consumer warpgroups (192x128, 384 threads; the
+# rotated loop since the producer keeps 32 registers and they get 160, FA3's split; as written it measured
+# 0.98x cuDNN vs 0.93 for 128x128, run s7d).
+# Left out: 128x128 at D = 256 (one stage fits the shared memory, and the causal kernel spills). 64x128
+# at D = 256 (one consumer warpgroup) spills 44 bytes as written; kept as the second choice.
 TILES = {64: [(192, 128, 2, 384), (128, 128, 2, 256), (128, 128, 3, 256)],
          128: [(128, 128, 2, 256), (128, 128, 3, 256), (128, 64, 2, 256)],
          256: [(128, 64, 2, 256), (64, 128, 2, 128)]}

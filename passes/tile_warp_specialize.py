@@ -71,14 +71,24 @@ NOT_RINGS = "tilec.not_operand_rings"  # why a two-gemm loop (attention) keeps o
 PRODUCER_THREADS = 128
 WARPGROUP = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
+LEAN_PRODUCER_REGS = 32  # FlashAttention-3's producer beside three consumer warpgroups (which get 160)
 REGISTER_FILE = 65536  # 32-bit registers per multiprocessor (sm_90)
 
 
+def register_split(consumer_threads: int) -> tuple[int, int]:
+    """setmaxnreg for (the producer, each consumer thread): CUTLASS's 40 and 232 while the register
+    file holds them; else the producer keeps 32 (FlashAttention-3's split: its TMA issue loop needs
+    9 registers in our SASS) and the consumers take what is left in steps of 8 (three consumer
+    warpgroups: 160)."""
+    if (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads >= CONSUMER_REGS:
+        return PRODUCER_REGS, CONSUMER_REGS
+    fits = (REGISTER_FILE - PRODUCER_THREADS * LEAN_PRODUCER_REGS) // consumer_threads
+    return LEAN_PRODUCER_REGS, fits // 8 * 8
+
+
 def consumer_registers(consumer_threads: int) -> int:
-    """setmaxnreg for the consumers: 232 (CUTLASS's) while the register file holds it with the
-    producer's 40, else what it holds, in steps of 8 (three consumer warpgroups: 152)."""
-    fits = (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads
-    return min(CONSUMER_REGS, fits // 8 * 8)
+    """setmaxnreg for each consumer thread (see `register_split`)."""
+    return register_split(consumer_threads)[1]
 
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
@@ -593,8 +603,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         if loaded is not None:
             _await_preloads(plan, loaded.result)
         _consume(plan, buffers, rings, None)
-    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, PRODUCER_REGS,
-                               consumer_registers(kernel.num_threads * groups), groups)
+    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, *register_split(kernel.num_threads * groups),
+                               groups)
     ws.location = plan.loop.location
     for bar in barriers:
         bar.location = kernel.location
