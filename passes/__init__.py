@@ -42,6 +42,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "canonicalize": _canonicalize,
     "cse": _cse,
     "dce": _dce,
+    "tile-longest-first": _lazy("tile_longest_first", "TileLongestFirstPass"),
     "tile-legalize-bounds": _lazy("tile_legalize_bounds", "TileLegalizeBoundsPass"),
     "tile-split-masks": _lazy("tile_split_masks", "TileSplitMasksPass"),
     "tile-select-mma": _lazy("tile_select_mma", "TileSelectMmaPass"),

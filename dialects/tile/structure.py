@@ -147,6 +147,7 @@ class KernelOp(IRDLOperation):
     threads = prop_def(DenseArrayBase)
     smem_bytes = opt_prop_def(IntegerAttr)
     cluster = opt_prop_def(DenseArrayBase)
+    launch_reversed = opt_prop_def(DenseArrayBase)  # grid dims whose blocks launch last index first (tile-longest-first)
     body = region_def("single_block")
     traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
 
@@ -178,6 +179,12 @@ class KernelOp(IRDLOperation):
     def cluster_size(self) -> int:
         return math.prod(self.cluster_shape) if self.cluster is not None else 1
 
+    @property
+    def reversed_dims(self) -> tuple[int, ...]:
+        """The grid dims along which the hardware's first block runs the last index (a launch order:
+        the blocks and what each computes are the same)."""
+        return tuple(self.launch_reversed.get_values()) if self.launch_reversed is not None else ()
+
     def verify_(self) -> None:
         _require(1 <= len(self.grid) <= 3, f"{self.name}: grid must have 1 to 3 dimensions, got {len(self.grid)}")
         _require(
@@ -193,6 +200,11 @@ class KernelOp(IRDLOperation):
             self._verify_smem_bytes(self.smem_bytes.value.data)
         if self.cluster is not None:
             self._verify_cluster(self.cluster.get_values())
+        dims = self.reversed_dims
+        _require(all(0 <= d < len(self.grid) for d in dims) and len(set(dims)) == len(dims),
+                 f"{self.name}: launch_reversed needs distinct grid dimensions below {len(self.grid)}, got {list(dims)}")
+        _require(not dims or self.cluster is None,
+                 f"{self.name}: launch_reversed and clusters do not combine (a cluster's ranks follow the hardware)")
 
     def _verify_cluster(self, shape) -> None:
         _require(len(shape) == len(self.grid) and all(c >= 1 for c in shape),

@@ -105,6 +105,16 @@ def _rasterized(L: Lowerer, kernel: tile.KernelOp, ids: list, grid: list | None 
     return [bx, by]
 
 
+def _reversed(L: Lowerer, kernel: tile.KernelOp, ids: list, grid: list) -> list:
+    """The block (or tile) indices with the dims of `launch_reversed` counted from the last
+    (tile-longest-first): `(grid - 1) - id`."""
+    ids = list(ids)
+    for d in kernel.reversed_dims:
+        last = L.emit(arith.SubiOp(L.ssa(grid[d]), L.const(1))).results[0]
+        ids[d] = L.emit(arith.SubiOp(last, L.ssa(ids[d]))).results[0]
+    return ids
+
+
 def _clustered(L: Lowerer, kernel: tile.KernelOp, ids: list) -> list:
     """The block indices of a kernel of clusters: the clusters in `tile.use_swizzle`'s order, the
     blocks of one cluster next to each other (index · c + rank along each clustered dim), so that
@@ -149,7 +159,7 @@ def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
         kernel = op.parent_op()
         while not isinstance(kernel, tile.KernelOp):
             kernel = kernel.parent_op()
-        for arg, value in zip(op.tile_indices, _rasterized(L, kernel, ids)):
+        for arg, value in zip(op.tile_indices, _rasterized(L, kernel, _reversed(L, kernel, ids, grid))):
             L.vmap[arg] = value
         done = L.emit(arith.DivUIOp(L.emit(arith.SubiOp(t, first)).results[0], blocks)).results[0]
         L.vmap[op.tiles_before] = done
@@ -230,6 +240,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
         block_ids = [L.emit(gpu.BlockIdOp(gpu.DimensionAttr(d))).results[0]
                      for d in (gpu.DimensionEnum.X, gpu.DimensionEnum.Y, gpu.DimensionEnum.Z)[:len(kernel.grid)]]
         order = _clustered if kernel.cluster is not None else _rasterized
+        block_ids = _reversed(L, kernel, block_ids, [L.val(g) for g in kernel.grid])
         for arg, value in zip(kernel.body.block.args, order(L, kernel, block_ids)):
             L.vmap[arg] = value
     L.planned = kernel.smem_bytes.value.data if kernel.smem_bytes is not None else None

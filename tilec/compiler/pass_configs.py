@@ -92,6 +92,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tilec.split_masks", "TILEC_SPLIT_MASKS",
               "tile-split-masks (on by default): a loop's T.Parallel mask that is uniformly true for a prefix or "
               "suffix of its iterations (causal attention's diagonal) runs unmasked there; False keeps every mask"),
+    _honoured("tilec.longest_first", "TILEC_LONGEST_FIRST",
+              "tile-longest-first (on by default): a kernel whose loop runs longer in higher block indices (causal "
+              "attention) launches its blocks from the last index, so the grid ends on the short ones; False "
+              "keeps the hardware's order"),
     _honoured("tl.disable_wgmma", "TL_DISABLE_WGMMA", "keeps tile-select-mma off wgmma, even with tilec.enable_wgmma"),
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),

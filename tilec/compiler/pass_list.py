@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`, `tilec.warpgroup_pingpong`, `tilec.operand_rings`, `tilec.softmax_overlap`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`, `tilec.longest_first`, `tilec.warpgroup_pingpong`, `tilec.operand_rings`, `tilec.softmax_overlap`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     from tilec.passes.tile_infer_layout import TileInferLayoutPass
     from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
     from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
+    from tilec.passes.tile_longest_first import TileLongestFirstPass
     from tilec.passes.tile_pipeline import TilePipelinePass
     from tilec.passes.tile_plan_shared_memory import TilePlanSharedMemoryPass
     from tilec.passes.tile_select_mma import TileSelectMmaPass
@@ -40,6 +41,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     if pingpong and turns is not None:
         from tilec.passes.tile_warpgroup_pingpong import TileWarpgroupPingpongPass
     return [
+        # blocks whose loops run longer start first (causal attention); off with tilec.longest_first=False
+        *([TileLongestFirstPass()] if configs.get("tilec.longest_first", True) else []),
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSplitMasksPass()] if configs.get("tilec.split_masks", True) else []),  # masks only where not uniform
         *([TileSelectMmaPass(target=target.name, wgmma=wgmma)] if mma else []),  # tensor cores

@@ -1089,3 +1089,25 @@ func.func @wait_turn_outside(%gx: index) {
   }
   func.return
 }
+
+// -----
+
+// tile.kernel: launch_reversed names grid dimensions, each once.
+func.func @launch_reversed_dim() {
+  %g = arith.constant 4 : index
+  // expected-error@+1 {{tile.kernel: launch_reversed needs distinct grid dimensions below 1, got [1]}}
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+  } {launch_reversed = array<i64: 1>}
+  func.return
+}
+
+// -----
+
+// tile.kernel: a reversed launch order and clusters do not combine.
+func.func @launch_reversed_cluster() {
+  %g = arith.constant 4 : index
+  // expected-error@+1 {{tile.kernel: launch_reversed and clusters do not combine}}
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+  } {launch_reversed = array<i64: 0>, cluster = array<i64: 2>}
+  func.return
+}
