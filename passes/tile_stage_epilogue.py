@@ -2,7 +2,8 @@
 
 Requires: tile-warp-specialize; runs before tile-infer-layout and tile-plan-shared-memory.
 Establishes: in the consumer region of a `tile.warp_specialize` (or its `tile.persistent` loop), a top-level `tile.copy` of a
-  wgmma accumulator fragment into a global region becomes a copy into a new shared tile of the
+  wgmma accumulator fragment into a global region (2-D, or of more dims of which all but two are 1,
+  as attention's `Out[bz, rows, by, :]`) becomes a copy into a new shared tile of the
   destination's element type (128-byte swizzle: the fragment's rows land in different banks)
   and a copy of that tile into the region. The fragment's layout gives each thread pairs of a
   row (4-byte stores, scattered over 8 rows per warp); the shared tile is then read 16 bytes a
@@ -66,25 +67,38 @@ def chunk_columns(shape, element_type) -> int:
 def staged_bytes(shape, element_type, persistent: bool) -> int:
     """Bytes of the shared tile a staged result of `shape` gets."""
     esize = _BYTES.get(str(element_type), 4)
+    shape = _matrix(shape)
+    if shape is None:
+        return 0  # (not staged)
     cols = chunk_columns(shape, element_type) if persistent else shape[1]
     return shape[0] * cols * esize
+
+
+def _matrix(shape) -> tuple[int, int] | None:
+    """The rows and columns of a destination of `shape`: 2-D, or more dims of which all but two are 1
+    (attention's `Out[bz, rows, by, :]`); None for any other."""
+    kept = tuple(shape) if len(shape) == 2 else tuple(n for n in shape if n != 1)
+    return kept if len(kept) == 2 else None
 
 
 def _stage(copy: tile.CopyOp, limit: int, ws: tile.WarpSpecializeOp, persistent: bool = False) -> None:
     src, dst = copy.src.type, copy.dst.type
     esize = _BYTES.get(str(dst.element_type))
-    if esize is None or src.rank != 2 or dst.rank != 2 or src.shape != dst.shape:
+    shape = _matrix(dst.shape)
+    if esize is None or src.rank != 2 or tuple(src.shape) != shape:
         return
-    cols = chunk_columns(dst.shape, dst.element_type) if persistent else dst.shape[1]
-    if dst.shape[0] * cols * esize * ws.groups > limit // 2:  # leave room: the planner must still fit the kernel
+    cols = chunk_columns(shape, dst.element_type) if persistent else shape[1]
+    if dst.rank != 2 and cols != shape[1]:
+        return  # (the chunks' windows index a 2-D destination)
+    if shape[0] * cols * esize * ws.groups > limit // 2:  # leave room: the planner must still fit the kernel
         return
     row_bytes = cols * esize
-    alloc = tile.AllocOp(tile.BufferType((dst.shape[0], cols), dst.element_type, "shared"))
+    alloc = tile.AllocOp(tile.BufferType((shape[0], cols), dst.element_type, "shared"))
     alloc.result.name_hint = f"{copy.src.name_hint or 'acc'}_out"
     if row_bytes % 128 == 0:
         alloc.swizzle = IntegerAttr(128, i64)
     alloc.location = copy.location
-    if cols == dst.shape[1]:
+    if cols == shape[1]:
         into = tile.CopyOp(copy.src, alloc.result)
         out = tile.CopyOp(alloc.result, copy.dst)
         into.location = out.location = copy.location

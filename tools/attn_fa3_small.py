@@ -18,6 +18,7 @@ sys.path.insert(0, KERNELS)
 from flash_attention import flash_fwd, reference  # noqa: E402  (the reference kernel, unmodified)
 
 MODES = {"ws": {}, "ws-nooverlap": {"tilec.softmax_overlap": False},
+         "ws-inorder": {"tilec.longest_first": False},
          "ws-rings": {"tilec.softmax_overlap": False, "tilec.operand_rings": True},
          "ws-overlap": {"tilec.softmax_overlap": True},
          "ws-pingpong": {"tilec.softmax_overlap": False, "tilec.warpgroup_pingpong": True},
@@ -27,7 +28,8 @@ MODES = {"ws": {}, "ws-nooverlap": {"tilec.softmax_overlap": False},
 SHAPES = [(384, 128, False, (128, 128, 2, 256)), (320, 128, True, (128, 128, 2, 256)),
           (256, 64, True, (128, 64, 2, 256)), (128, 64, False, (128, 128, 2, 256)),
           (1000, 256, True, (128, 64, 2, 256)), (1024, 64, False, (128, 128, 2, 256)),
-          (3000, 128, True, (128, 128, 3, 256))]
+          (3000, 128, True, (128, 128, 3, 256)),
+          (700, 64, True, (192, 128, 2, 384)), (768, 64, False, (192, 128, 2, 384))]  # three consumer warpgroups
 
 
 def main(names) -> bool:
