@@ -167,6 +167,9 @@ def _block_arg_range(arg: BlockArgument) -> Range | None:
         return (0, grid[1] - 1) if grid is not None and grid[1] >= 1 else None
     if isinstance(owner, tile.ParallelOp):
         return 0, owner.shape[arg.index] - 1
+    if isinstance(owner, tile.PersistentOp) and arg.index < len(owner.grid):  # a tile's index, as a block's
+        grid = value_range(owner.grid[arg.index])
+        return (0, grid[1] - 1) if grid is not None and grid[1] >= 1 else None
     if isinstance(owner, tile.ForOp):
         return _loop_range(owner)
     return None

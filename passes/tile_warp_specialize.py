@@ -24,7 +24,10 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   gemm and release it right after its last (`operand_rings`). `softmax_overlap` then rotates the
   loop (softmax_overlap.py: the softmax of block j under P V of block j - 1).
   Persistent (`persistent`): each role loops over the block's tiles in a `tile.persistent`, the
-  ring continuing from tile to tile. Ping-pong (`pingpong`, a kernel of one warpgroup): two
+  ring continuing from tile to tile (at `tiles before * trips`, or, when the trip count depends on
+  the block indices as causal attention's does, at a per-thread count of the positions used:
+  `produced` / `consumed`). Tiles loaded once per block (attention's Q) are loaded again for each
+  tile, on `loaded`, once the consumers have released the tile before's on `loaded_free`. Ping-pong (`pingpong`, a kernel of one warpgroup): two
   consumer groups (`consumer_groups = 2`), each the kernel's 128 threads with its own shared
   tiles (consumer_groups.py), take alternate tiles; the producer streams their stages in tile
   order, so one group's gemms run while the other stores its tile (CUTLASS's ping-pong kernel).
@@ -51,7 +54,7 @@ from dataclasses import dataclass
 from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -236,7 +239,7 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: i
             if copy not in preloads:
                 preloads.append(copy)
     stages = max(1, loop.num_stages.value.data if loop.num_stages is not None else 1)
-    if persistent and not preloads and persistent_fits(kernel, loop):  # the epilogue's tiles get bytes of their own
+    if persistent and persistent_fits(kernel, loop) and (groups == 1 or not preloads):  # the epilogue's tiles get bytes of their own
         limit -= _epilogue_bytes(kernel, loop) * groups
         limit -= (groups - 1) * unstaged_shared_bytes(kernel, copies)  # ping-pong: each further group's own tiles
     stages = fitting_stages(kernel, copies, stages, limit)
@@ -479,11 +482,17 @@ def _epilogue_bytes(kernel: tile.KernelOp, loop: tile.ForOp) -> int:
 
 
 def persistent_fits(kernel: tile.KernelOp, loop: tile.ForOp) -> bool:
-    """Whether the kernel can run persistently: every tile runs the loop's iterations from the same
-    bounds (they do not depend on the block indices) and at least once, so that the ring of stages
-    continues from tile to tile at `tiles before * trips`."""
+    """Whether the kernel can run persistently: every tile runs the loop at least once, so that
+    the ring of stages continues from tile to tile (at `tiles before * trips` when the bounds do
+    not depend on the block indices, else at a count of the positions used, `_counted`)."""
+    return _runs_once_at_least(loop)
+
+
+def _counted(kernel: tile.KernelOp, loop: tile.ForOp) -> bool:
+    """Whether the loop's trip count depends on the block indices (causal attention): the tiles of
+    a persistent kernel then count the ring positions they used in a per-thread variable."""
     args, body = set(kernel.body.block.args), kernel.body.block
-    return _runs_once_at_least(loop) and not any(_depends_on(v, args, body) for v in (loop.lb, loop.ub, loop.step))
+    return any(_depends_on(v, args, body) for v in (loop.lb, loop.ub, loop.step))
 
 
 def _trips(b: Builder, loop: tile.ForOp) -> SSAValue:
@@ -493,16 +502,59 @@ def _trips(b: Builder, loop: tile.ForOp) -> SSAValue:
     return b.binary(arith.DivUIOp, b.binary(arith.AddiOp, b.binary(arith.SubiOp, span, 1), loop.step), loop.step)
 
 
-def _tile_loop(kernel: tile.KernelOp, loop: tile.ForOp, groups: int = 1) -> tuple[tile.PersistentOp, Builder, tuple]:
+def _tile_loop(kernel: tile.KernelOp, loop: tile.ForOp, groups: int = 1,
+               counter: SSAValue | None = None) -> tuple[tile.PersistentOp, Builder, tuple, list[Operation]]:
     """A `tile.persistent` over the kernel's grid (its tiles shared among `groups` consumer
-    groups), and the start of its body: the ring positions of the tiles before and the loop's
-    trip count."""
+    groups), the start of its body: the ring positions of the tiles before and the loop's trip
+    count, and the ops that end its body. `counter` (a local i32 of one element, when the trip
+    count differs between tiles): the positions used so far, read at the start of each tile and
+    advanced by its trips at the end."""
     shell = tile.PersistentOp(list(kernel.grid), groups)
     shell.location = loop.location
     b = Builder()
     trips = _trips(b, loop)
-    base = b.binary(arith.MuliOp, shell.tiles_before, trips)
-    return shell, b, (base, trips)
+    if counter is None:
+        return shell, b, (b.binary(arith.MuliOp, shell.tiles_before, trips), trips), []
+    zero = b.index(0)
+    base = b.add(arith.IndexCastOp(b.add(tile.LoadOp(counter, [zero])), INDEX))
+    end = Builder()
+    after = end.add(arith.IndexCastOp(end.binary(arith.AddiOp, base, trips), i32))
+    end.ops.append(tile.StoreOp(after, counter, [end.index(0)]))
+    return shell, b, (base, trips), end.ops
+
+
+def _zero_counter(counter: SSAValue) -> list[Operation]:
+    b = Builder()
+    b.ops.append(tile.StoreOp(b.add(arith.ConstantOp(IntegerAttr(0, i32))), counter, [b.index(0)]))
+    return b.ops
+
+
+def _wait_free(free: SSAValue, tiles_before: SSAValue) -> list[Operation]:
+    """The producer's wait, before it loads a persistent tile's preloaded tiles (attention's Q),
+    until the consumers are done with the tile before's (`free`: one round per tile)."""
+    b = Builder()
+    parity = b.binary(arith.XOrIOp, b.binary(arith.RemUIOp, tiles_before, 2), 1)
+    b.ops.append(tile.MBarrierWaitParityOp(free, parity))
+    return b.ops
+
+
+def _await_tile_preloads(plan: _Plan, loaded: SSAValue, free: SSAValue, tiles_before: SSAValue) -> None:
+    """In the consumers of a persistent tile: the wait for this tile's preloads (one round per
+    tile) in place of the first preloaded copy, and their release once the loop is done with them."""
+    first = plan.preloads[0]
+    b = Builder()
+    b.ops.append(tile.MBarrierWaitParityOp(loaded, b.binary(arith.RemUIOp, tiles_before, 2)))
+    for op in b.ops:
+        op.location = first.location
+    Rewriter.insert_op(b.ops, InsertPoint.before(first))
+    for copy in plan.preloads:
+        source = copy.src.owner
+        Rewriter.erase_op(copy)
+        if isinstance(source, tile.RegionOp) and not source.result.uses:
+            Rewriter.erase_op(source)
+    release = Builder()
+    arrive_per_warp(release, free, None)
+    Rewriter.insert_op(release.ops, InsertPoint.after(plan.loop))
 
 
 def _fill_tile_loop(kernel: tile.KernelOp, shell: tile.PersistentOp, head: Builder, ops: list[Operation]) -> None:
@@ -576,15 +628,32 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         loaded.result.name_hint = "loaded"
         barriers.append(loaded)
         preamble = _preamble(plan, body, loaded.result)  # before the sources move to the consumers
+    free = None
+    if loaded is not None and persistent:  # the preloaded tiles are loaded again for each tile
+        free = tile.AllocBarrierOp(kernel.num_threads // 32, 1)  # lane 0 of every consumer warp arrives
+        free.result.name_hint = "loaded_free"
+        barriers.append(free)
+    counters = []
+    if persistent and _counted(kernel, plan.loop):
+        for role in ("produced", "consumed"):
+            counter = tile.AllocOp(tile.BufferType((1,), i32, "local"))
+            counter.result.name_hint = role
+            counter.location = kernel.location
+            counters.append(counter)
+        Rewriter.insert_op(counters, InsertPoint.at_start(body))
     consumer = Block()
     for op in [op for op in body.ops if not _stays(op, body)]:  # in order, into the consumer region
         op.detach()
         consumer.add_op(op)
     if persistent:
-        p_shell, p_head, p_ring = _tile_loop(kernel, plan.loop)
-        c_shell, c_head, c_ring = _tile_loop(kernel, plan.loop, groups)
+        produced, consumed = (c.result for c in counters) if counters else (None, None)
+        p_shell, p_head, p_ring, p_end = _tile_loop(kernel, plan.loop, counter=produced)
+        c_shell, c_head, c_ring, c_end = _tile_loop(kernel, plan.loop, groups, counter=consumed)
         # before the consumers' loop loses its copies
         producer_loop = _producer(plan, buffers, rings, p_ring[0])
+        if free is not None:
+            preamble = _wait_free(free.result, p_shell.tiles_before) + preamble
+            _await_tile_preloads(plan, loaded.result, free.result, c_shell.tiles_before)
         _consume(plan, buffers, rings, c_ring)
         if groups > 1:  # the groups' main loops take turns (see tile.wait_turn)
             wait, turn = tile.WaitTurnOp(), tile.PassTurnOp()
@@ -594,9 +663,12 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         moved = list(consumer.ops)
         for op in moved:
             op.detach()
-        _fill_tile_loop(kernel, p_shell, p_head, [producer_loop])
-        _fill_tile_loop(kernel, c_shell, c_head, moved)
-        producer = Block([p_shell])
+        _fill_tile_loop(kernel, p_shell, p_head, [*preamble, producer_loop, *p_end])
+        _fill_tile_loop(kernel, c_shell, c_head, [*moved, *c_end])
+        producer = Block([*(_zero_counter(produced) if produced else []), p_shell])
+        if consumed is not None:
+            for op in _zero_counter(consumed):
+                consumer.add_op(op)
         consumer.add_op(c_shell)
     else:
         producer = Block([*preamble, _producer(plan, buffers, rings, None)])
@@ -639,7 +711,9 @@ class TileWarpSpecializePass(ModulePass):
     """Make the kernels it splits persistent (pass config `tilec.persistent`): one block per
     multiprocessor loops over the tiles, the next tile's loads overlapping this one's epilogue.
     None (the compiler's pipeline when the config is not given): the kernels whose loop holds one
-    gemm (a GEMM, not attention's two), measured faster so on the H200 (bench/NOTES.md, run s6f)."""
+    gemm (a GEMM, not attention's two), measured faster so on the H200 (bench/NOTES.md, run s6f).
+    Attention persistent (True) measured +5-7 % at S=1024, even at S=8192 and 5-14 % slower causal
+    (run s8c: the static round robin of tiles of different lengths), so not by default."""
 
     pingpong: bool = False
     """Run a persistent kernel of one warpgroup as two consumer groups on alternate tiles (pass
@@ -677,13 +751,11 @@ class TileWarpSpecializePass(ModulePass):
                     plan.loop.attributes[NOT_RINGS] = StringAttr(
                         "the staged tiles do not each feed one top-level gemm of the loop (one ring for all)")
             # a tile loaded once per block (attention's Q) would need a ring of its own across tiles
-            persistent = wanted and not plan.preloads and persistent_fits(kernel, plan.loop)
+            persistent = wanted and (groups == 1 or not plan.preloads) and persistent_fits(kernel, plan.loop)
             warp_specialize(kernel, plan, persistent, groups if persistent else 1)
             if self.softmax_overlap and candidate:
                 if unfitting and not plan.rings:
                     plan.loop.attributes[NOT_OVERLAP] = StringAttr(unfitting)
-                elif persistent:
-                    plan.loop.attributes[NOT_OVERLAP] = StringAttr("a persistent kernel (its tile loop is not rotated)")
                 elif not plan.rings:
                     plan.loop.attributes[NOT_OVERLAP] = StringAttr("no operand rings (see tilec.not_operand_rings)")
                 else:

@@ -75,8 +75,15 @@ class _Turns:
     second: tile.GemmOp
 
 
+def _consumer_block(ws: tile.WarpSpecializeOp) -> Block:
+    """The consumers' work for one tile: the region, or the body of its `tile.persistent` loop."""
+    block = ws.consumer.block
+    tiles = next((op for op in block.ops if isinstance(op, tile.PersistentOp)), None)
+    return tiles.body.block if tiles is not None else block
+
+
 def _loop(ws: tile.WarpSpecializeOp) -> tile.ForOp | None:
-    loops = [op for op in ws.consumer.block.ops if isinstance(op, tile.ForOp) and op.warp_specialized_stages is not None]
+    loops = [op for op in _consumer_block(ws).ops if isinstance(op, tile.ForOp) and op.warp_specialized_stages is not None]
     return loops[0] if len(loops) == 1 else None
 
 
@@ -197,13 +204,13 @@ class _RotatedTurns:
 
 
 def _plan_rotated(ws: tile.WarpSpecializeOp, loop: tile.ForOp, threads: int) -> _RotatedTurns | str:
-    ops = list(ws.consumer.block.ops)
+    ops = list(_consumer_block(ws).ops)
     at = ops.index(loop)
     before = [op for op in ops[:at] if isinstance(op, tile.GemmOp)]
     after = [op for op in ops[at + 1:] if isinstance(op, tile.GemmOp)]
     body = list(loop.body.block.ops)
     gemms = [op for op in body if isinstance(op, tile.GemmOp)]
-    if not before or not after or len(gemms) != 2 or any(not isinstance(g.parent_op(), tile.ForOp | tile.WarpSpecializeOp)
+    if not before or not after or len(gemms) != 2 or any(not isinstance(g.parent_op(), tile.ForOp | tile.WarpSpecializeOp | tile.PersistentOp)
                                                           for g in gemms):
         return "the rotated loop's gemms are not where softmax_overlap.py puts them"
     g1, g2 = gemms

@@ -19,6 +19,7 @@ from flash_attention import flash_fwd, reference  # noqa: E402  (the reference k
 
 MODES = {"ws": {}, "ws-nooverlap": {"tilec.softmax_overlap": False},
          "ws-inorder": {"tilec.longest_first": False},
+         "ws-persistent": {"tilec.persistent": True},
          "ws-rings": {"tilec.softmax_overlap": False, "tilec.operand_rings": True},
          "ws-overlap": {"tilec.softmax_overlap": True},
          "ws-pingpong": {"tilec.softmax_overlap": False, "tilec.warpgroup_pingpong": True},
@@ -39,8 +40,9 @@ def main(names) -> bool:
     for name in names:
         for S, D, causal, tiles in shapes:
             flash_fwd.pass_configs = MODES[name]
-            kernel = flash_fwd(1, 2, S, D, causal, *tiles)
-            q, k, v = (torch.randn(1, S, 2, D, device="cuda").half() for _ in range(3))
+            heads = int(os.environ.get("HEADS", "2"))
+            kernel = flash_fwd(1, heads, S, D, causal, *tiles)
+            q, k, v = (torch.randn(1, S, heads, D, device="cuda").half() for _ in range(3))
             rotated = "tilec.softmax_overlap" in kernel.get_ir("tile-opt")
             wanted = MODES[name].get("tilec.softmax_overlap", True)  # on by default
             out = kernel(q, k, v)

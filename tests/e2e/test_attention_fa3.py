@@ -187,6 +187,23 @@ def test_three_consumer_warpgroups_fit_the_rotated_loop():
     run_case(case, "sim", "cpu", pass_configs=OVERLAP)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_persistent_attention_on_the_simulator(causal):
+    """tilec.persistent on attention: each block loops over query tiles (10 tiles on the simulator's
+    3 multiprocessors), Q loaded again for each tile once the consumers released the last one
+    (`loaded_free`), the causal trip counts differing between tiles (the ring positions counted in
+    `produced` / `consumed`), the loop rotated and the warpgroups' turns inside the tile loop."""
+    b, h, s, d = 1, 2, 600, 128
+    configs = {"tilec.persistent": True}
+    case = Case("attention_persistent", attention(b, h, s, d, causal, 128, 128, 2, 256), [3],
+                _attention_inputs(b, h, s, d, "float16"), _attention_ref(causal), tol=1e-2)
+    tile_ir = tilec.compile(case.prim, out_idx=[3], target="sim", pass_configs=configs).get_ir("tile-opt")
+    assert "tile.persistent" in tile_ir and "%loaded_free = tile.alloc_barrier" in tile_ir
+    assert ("%consumed = tile.alloc" in tile_ir) == causal
+    assert "pending = 1" in tile_ir and tile_ir.count("tile.warpgroup_wait_turn") == 3
+    run_case(case, "sim", "cpu", pass_configs=configs)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("configs", [RINGS, OVERLAP, TURNS], ids=["rings", "overlap", "overlap_turns"])
 @pytest.mark.parametrize("case", ATTENTION_CASES + TURN_CASES, ids=lambda c: c.name)

@@ -65,7 +65,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "warp-specialized gemm kernels become persistent: one block per multiprocessor loops over the "
               "tiles, the next tile's TMA loads overlapping this one's epilogue (by default for loops of one "
               "gemm: on the H200 4096x4096x1024 54 vs 64 us, 4096^3 198 vs 202, run s6f; False turns it off, "
-              "True asks for it for any kernel that fits)"),
+              "True asks for it for any kernel that fits, attention included: +5-7 % at S=1024, 5-14 % slower "
+              "causal, run s8c)"),
     _honoured("tilec.pingpong", "TILEC_PINGPONG",
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
