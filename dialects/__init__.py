@@ -20,6 +20,23 @@ def print_ir(op) -> str:
     return out.getvalue() + "\n"
 
 
+def walk_ops(root) -> list:
+    """`root` and every op nested in it, in the order of xDSL's `root.walk()` (pre-order), as a list:
+    xDSL's walk is a chain of generators, one per region, block and op (~2.5x slower on a lowered
+    gemm's 4400 ops, where the thread passes that rewrite nothing walk every op)."""
+    ops, stack = [], [root]
+    while stack:
+        op = stack.pop()
+        ops.append(op)
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                inner = block.last_op
+                while inner is not None:
+                    stack.append(inner)
+                    inner = inner.prev_op
+    return ops
+
+
 _IS_TERMINATOR: dict[type, bool] = {}  # per op class (traits are class-level): has_trait is ~5 µs a call
 
 

@@ -41,7 +41,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilec.dialects import nvvm
+from tilec.dialects import nvvm, walk_ops
 
 __all__ = ["ThreadSharedDivisorPass"]
 
@@ -167,7 +167,8 @@ class ThreadSharedDivisorPass(ModulePass):
     """The fewest consecutive divisions by one value worth a shared reciprocal."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        blocks = [block for inner in op.walk() for region in inner.regions for block in region.blocks]
+        # the blocks holding a plain f32 division, in walk order (a run has at least one)
+        blocks = dict.fromkeys(div.parent_block() for div in walk_ops(op) if _plain_f32_div(div))
         for block in blocks:
             for run in _runs(block, self.min_run):
                 _rewrite(run)

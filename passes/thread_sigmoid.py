@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tilec.dialects import nvvm
+from tilec.dialects import nvvm, walk_ops
 
 __all__ = ["ThreadSigmoidPass"]
 
@@ -88,7 +88,7 @@ class ThreadSigmoidPass(ModulePass):
     name = "thread-sigmoid"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for candidate in list(op.walk()):
+        for candidate in walk_ops(op):
             found = _match(candidate)
             if found is None:
                 continue

@@ -277,3 +277,34 @@ def test_dataclass_methods_compile_once_per_text_and_behave_as_before():
     # the fields' own annotations (strings here, under this file's `annotations` future), not `_type_x`
     assert a.__init__.__annotations__ == {**{f.name: f.type for f in dataclasses.fields(a)}, "return": None}
     assert typing.get_type_hints(b.__init__) == {"x": int, "y": list, "z": str, "return": type(None)}
+
+
+def test_walk_ops_is_xdsl_walk_as_a_list():
+    """`tilec.dialects.walk_ops` (the thread passes' walk, 2.5x faster than xDSL's generators)
+    visits the ops of xDSL's `walk()` in the same order: nested regions, several blocks."""
+    from tilec.dialects import walk_ops
+
+    text = """builtin.module {
+  func.func @f(%n: index, %c: i1) {
+    %0 = arith.constant 0 : index
+    %1 = arith.constant 1 : index
+    scf.for %i = %0 to %n step %1 {
+      scf.if %c {
+        %2 = arith.addi %i, %i : index
+      } else {
+        %3 = arith.muli %i, %i : index
+      }
+    }
+    cf.br ^bb1
+  ^bb1:
+    func.return
+  }
+}
+"""
+    from xdsl.dialects.cf import Cf
+
+    ctx = context()
+    ctx.load_dialect(Cf)
+    module = Parser(ctx, text).parse_module()
+    assert walk_ops(module) == list(module.walk())
+    assert [op.name for op in walk_ops(module)][-3:] == ["scf.yield", "cf.br", "func.return"]
