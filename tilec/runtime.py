@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilec.compiler.launch import SCALAR_SIZE_PREFIX
 from tilec.errors import TilecError
 from tilec.language.program import Symbol
 from tilec.language.structure import SizeExpr
@@ -158,10 +159,6 @@ def _bind_expressions(kernel, exprs: list, sizes: dict) -> None:
         if value != got:
             raise TilecError(f"{name}: a dimension of `{p.name}` is {want!r} = {value}, got {got}", loc=loc)
         sizes[repr(want)] = got  # the kernel's size argument of that dimension (compiler/lower.py)
-
-
-SCALAR_SIZE_PREFIX = "%"
-"""An integer scalar parameter's value is in the sizes (for the grid) as `%name`, apart from T.dynamic names."""
 
 
 def scalar_argument(kernel, i: int, value, sizes: dict):

@@ -6,6 +6,7 @@ warp-specialized consumer makes the consumer's releases fence first: `proxy.py`)
 
 from __future__ import annotations
 
+import importlib
 import math
 
 
@@ -14,13 +15,17 @@ from tilec.dialects import tile
 from .context import SHARED_ALIGN, Lowerer, round_up
 from .memory import element_bytes
 from .copy import barrier, scratch_view, transfer
-from .gemm_mma import lower_gemm_mma
-from .gemm_simt import lower_gemm_simt
-from .gemm_wgmma import lower_gemm_wgmma
 from .registry import uniform
 
-_BY_KIND = {tile.MmaKind.WGMMA: lower_gemm_wgmma, tile.MmaKind.M16N8K16: lower_gemm_mma, None: lower_gemm_simt}
-"""The lowering of each `mma` kind tile-select-mma chooses (None: it chose none)."""
+_BY_KIND = {tile.MmaKind.WGMMA: "gemm_wgmma", tile.MmaKind.M16N8K16: "gemm_mma", None: "gemm_simt"}
+"""The module lowering each `mma` kind tile-select-mma chooses (None: it chose none), with its
+`lower_<module>`: imported at the first gemm of that kind (an sm_90a build compiles neither
+mma.sync's nor the SIMT lowering's source)."""
+
+
+def _lowering(kind):
+    name = _BY_KIND[kind]
+    return getattr(importlib.import_module(f".{name}", __package__), f"lower_{name}")
 
 
 @uniform(tile.GemmOp)
@@ -42,6 +47,6 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     if staged:
         barrier(L)
     a, b = operands
-    _BY_KIND[op.mma_kind](L, op, a, b, c)
+    _lowering(op.mma_kind)(L, op, a, b, c)
     if staged:
         barrier(L)  # the exchange area is free again only once every thread has read its operands

@@ -2,8 +2,9 @@
 
 This module owns the translation framework: types, functions, globals, structured control
 flow and the op dispatch table. Per-op translations live in `translate_ops.py` (arith,
-memref, vector, gpu, func, llvm), `translate_scf.py`, `translate_math.py` (math) and
-`translate_nvvm.py` (nvvm); each registers itself in `LOWERINGS` with `@lowers(OpClass)`.
+memref, vector, gpu, func, llvm), `translate_scf.py`, `translate_math.py` (math, imported at
+the first math op) and `translate_nvvm.py` (nvvm); each registers itself in `LOWERINGS` with
+`@lowers(OpClass)`.
 
 IR conventions (what the tile → thread lowering must produce):
 
@@ -144,6 +145,21 @@ def lowers(*op_types: type[Operation]) -> Callable[[Lowering], Lowering]:
         return fn
 
     return register
+
+
+_LAZY_LOWERINGS = {"math": "translate_math"}
+"""Dialects whose lowerings register on the first op of theirs a module has (a gemm has none: its
+module's source is not compiled where bytecode is not cached)."""
+
+
+def _lazy_lowering(op: Operation) -> Lowering | None:
+    module = _LAZY_LOWERINGS.get(op.dialect_name())
+    if module is None:
+        return None
+    import importlib
+
+    importlib.import_module(f"{__package__}.{module}")
+    return LOWERINGS.get(type(op))
 
 
 def error(op: Operation, msg: str) -> TranslationError:
@@ -376,7 +392,7 @@ class FunctionTranslator:
         for op in block.ops:
             if isinstance(op, (scf.YieldOp, scf.ConditionOp)):
                 return op
-            lowering = LOWERINGS.get(type(op))
+            lowering = LOWERINGS.get(type(op)) or _lazy_lowering(op)
             if lowering is None:
                 raise error(op, "no NVPTX translation for this op")
             lowering(self, op)
@@ -526,8 +542,7 @@ def translate_module(
     module: ModuleOp, options: TranslateOptions | None = None
 ) -> ir.Module:
     """Translate a verified thread-level module to an llvmlite IR module."""
-    from . import (  # noqa: F401  (importing registers the lowerings)
-        translate_math,
+    from . import (  # noqa: F401  (importing registers the lowerings; math's: _LAZY_LOWERINGS)
         translate_nvvm,
         translate_fp8,
         translate_ops,

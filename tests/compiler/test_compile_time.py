@@ -154,8 +154,8 @@ print(" ".join(sorted(m for m in sys.modules if m.startswith("tilec."))))
 def test_building_the_reference_gemm_runs_ptxas_once_and_skips_passes_that_are_off(tmp_path):
     """The reference gemm's build (128×256×64 tiles, 3 stages, 256 threads, sm_90a) runs ptxas
     once (the cubin and the resource report come from the same run), and does not import the
-    passes that are off by default (tile-cluster, tile-warpgroup-pingpong: their source is
-    compiled on import where bytecode is not cached)."""
+    passes that are off by default (tile-cluster, tile-warpgroup-pingpong) nor the lowerings it
+    does not use (their source is compiled on import where bytecode is not cached)."""
     import shutil
     import subprocess
     import sys
@@ -170,6 +170,10 @@ def test_building_the_reference_gemm_runs_ptxas_once_and_skips_passes_that_are_o
     loaded = set(modules.split())
     assert "tilec.passes.tile_warp_specialize" in loaded  # the build did run the Hopper passes
     assert not loaded & {"tilec.passes.tile_cluster", "tilec.passes.tile_warpgroup_pingpong"}
+    # nor what an sm_90a gemm does not use: mma.sync's and SIMT's gemm lowerings, math's
+    # translations, the launch-time runtime
+    assert not loaded & {"tilec.passes.convert_tile_to_thread.gemm_mma", "tilec.passes.convert_tile_to_thread.gemm_simt",
+                         "tilec.targets.nvptx.translate_math", "tilec.runtime"}
 
 
 def _same_op(a, b) -> None:

@@ -30,6 +30,9 @@ from tilec.errors import TilecError
 # The grid
 # --------------------------------------------------------------------------- #
 
+SCALAR_SIZE_PREFIX = "%"
+"""An integer scalar parameter's value is in the sizes (for the grid) as `%name`, apart from T.dynamic names."""
+
 
 @dataclass
 class GridExpr:

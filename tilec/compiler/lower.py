@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 
 from tilec import config
-from tilec.compiler.launch import GridExpr, LaunchSpec
+from tilec.compiler.launch import SCALAR_SIZE_PREFIX, GridExpr, LaunchSpec
 from tilec.errors import TilecError, loc_of
 
 STAGES = ("tile-opt", "thread")
@@ -50,7 +50,6 @@ def grid_expr(program) -> GridExpr:
 
     from tilec.dialects import tile
     from tilec.language.program import Symbol
-    from tilec.runtime import SCALAR_SIZE_PREFIX
 
     f = program.func
     kernel = next(op for op in f.body.block.ops if isinstance(op, tile.KernelOp))
