@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,8 +126,10 @@ def assemble(
     *,
     opt_level: int = 3,
     extra_args: tuple[str, ...] = (),
+    meanwhile: Callable[[], object] | None = None,
 ) -> tuple[bytes, PtxasReport]:
-    """`ptxas -arch=<arch> -v` on `ptx`; returns the cubin and the parsed report."""
+    """`ptxas -arch=<arch> -v` on `ptx`; returns the cubin and the parsed report. `meanwhile`, if
+    given, is called while the ptxas process runs (the caller's work that needs no cubin)."""
     ptxas = find_ptxas()
     if ptxas is None:
         raise PtxasNotFoundError(
@@ -145,8 +148,15 @@ def assemble(
             str(out),
             str(src),
         ]
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-        log = (proc.stdout + proc.stderr).replace(str(src), "kernel.ptx")
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                if meanwhile is not None:
+                    meanwhile()
+                stdout, stderr = proc.communicate()
+            except BaseException:  # as subprocess.run: no ptxas left behind
+                proc.kill()
+                raise
+        log = (stdout + stderr).replace(str(src), "kernel.ptx")
         if proc.returncode != 0:
             errors = [
                 line for line in log.splitlines() if "error" in line or "fatal" in line
