@@ -329,3 +329,49 @@ def test_walk_ops_is_xdsl_walk_as_a_list():
     module = Parser(ctx, text).parse_module()
     assert walk_ops(module) == list(module.walk())
     assert [op.name for op in walk_ops(module)][-3:] == ["scf.yield", "cf.br", "func.return"]
+
+
+_DATACLASSES = '''
+import dataclasses, os, sys
+import tilec
+from tilec import dataclass_code
+
+
+@dataclasses.dataclass(frozen=True)
+class P:
+    x: int
+    y: str = "y"
+
+
+assert P(1) == P(1) and repr(P(1)) == "P(x=1, y='y')" and P.__init__.__annotations__["x"] is int
+print(dataclass_code._state["new"], len(dataclass_code._CODE))
+'''
+
+
+def test_dataclass_code_is_cached_across_processes_as_bytecode_is(tmp_path):
+    """The generated methods' code objects are written beside tilec's bytecode (here under
+    PYTHONPYCACHEPREFIX) by a process that compiled new texts, and read by the next one, which
+    compiles none; under PYTHONDONTWRITEBYTECODE nothing is written; a damaged file is ignored."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "classes.py"
+    script.write_text(_DATACLASSES)
+
+    def run(prefix, **env):
+        environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                             env={**environ, "PYTHONPYCACHEPREFIX": str(prefix), **env})
+        assert out.returncode == 0, out.stderr
+        new, known = map(int, out.stdout.split())
+        return new, known, sorted(p.name for p in prefix.rglob("dataclass_code*.codes"))
+
+    new, known, files = run(tmp_path / "pyc")
+    assert new > 0 and len(files) == 1
+    again, known_again, _ = run(tmp_path / "pyc")
+    assert again == 0 and known_again >= known
+    (codes,) = (tmp_path / "pyc").rglob("dataclass_code*.codes")
+    codes.write_bytes(codes.read_bytes()[:100])  # damaged: ignored, compiled anew, rewritten
+    assert run(tmp_path / "pyc")[0] > 0 and run(tmp_path / "pyc")[0] == 0
+    assert run(tmp_path / "nowrite", PYTHONDONTWRITEBYTECODE="1")[2] == []
