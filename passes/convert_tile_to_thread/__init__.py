@@ -14,7 +14,7 @@
     turns       the warpgroups' turns at the tensor cores (named barriers 5 + w)
 """
 
-from . import buffers, control, copy, elements, gemm, reduce, scan, sync, turns  # noqa: F401  (handlers register on import)
+from . import buffers, control, copy, elements, gemm, sync  # noqa: F401  (handlers register on import; reduce, scan, turns: registry.LAZY)
 from .convert import SMEM, SMEM_ALIGN, ConvertTileToThreadPass, lower_kernel_func
 
 SCALAR_PARAMS = True

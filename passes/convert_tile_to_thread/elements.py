@@ -25,7 +25,6 @@ from .copy import slot_groups
 from .lanes import Lanes, lane_coef, lane_maps, tile_mult, vector_iv
 from .memory import View
 from .registry import element, lower_block, uniform
-from .scan import atomic, lower_atomic
 
 
 def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: int) -> int:
@@ -132,6 +131,8 @@ def _checked(view: View, op) -> View:
 
 @element(tile.AtomicOp)
 def _atomic(L: Lowerer, op: tile.AtomicOp, lanes: Lanes | None) -> None:
+    from .scan import atomic, lower_atomic  # scan.py (with reductions) loads at the first atomic: registry.LAZY
+
     if not op.indices:
         if lanes is not None:
             raise L.error(op, "tile-wide T.atomic_* cannot be used inside T.Parallel")

@@ -3,11 +3,13 @@
 Each op family's module registers its handlers with `@uniform(OpClass)` (ops lowered once for
 the whole block: tile ops, buffers, views) or `@element(OpClass)` (ops lowered per lane inside
 `T.Parallel` as well: loads, stores, scalar control flow), as `targets/nvptx` registers its
-translations with `@lowers`. Ops with no handler and no regions are cloned per lane.
+translations with `@lowers`. Ops with no handler and no regions are cloned per lane. The
+families in `LAZY` register when the first op of theirs is lowered.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 
@@ -24,6 +26,12 @@ Uniform = Callable[[Lowerer, Operation], None]
 Element = Callable[[Lowerer, Operation, "Lanes | None"], None]
 UNIFORM: dict[type[Operation], Uniform] = {}
 ELEMENT: dict[type[Operation], Element] = {}
+LAZY: dict[type[Operation], str] = {
+    tile.ReduceOp: "reduce", tile.CumsumOp: "scan", tile.CummaxOp: "scan",
+    tile.WarpgroupWaitTurnOp: "turns", tile.WarpgroupPassTurnOp: "turns",
+}
+"""Op → the module of its family's handlers, imported at the first such op (a gemm has none:
+where bytecode is not cached, their source is not compiled)."""
 
 
 def uniform(*op_types: type[Operation]):
@@ -53,6 +61,8 @@ def lower_block(L: Lowerer, block: Block, lanes: Lanes | None = None) -> None:
         if isinstance(op, tile.YieldOp | scf.YieldOp):
             continue
         L.location = op.location
+        if type(op) in LAZY:  # registers the handlers of its family (once: the module stays imported)
+            importlib.import_module(f"{__package__}.{LAZY.pop(type(op))}")
         handler = UNIFORM.get(type(op))
         if handler is not None:
             if lanes is not None:

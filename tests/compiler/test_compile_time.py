@@ -187,10 +187,12 @@ def test_building_the_reference_gemm_runs_ptxas_once_and_skips_passes_that_are_o
     loaded = set(modules.split())
     assert "tilec.passes.tile_warp_specialize" in loaded  # the build did run the Hopper passes
     assert not loaded & {"tilec.passes.tile_cluster", "tilec.passes.tile_warpgroup_pingpong"}
-    # nor what an sm_90a gemm does not use: mma.sync's and SIMT's gemm lowerings, math's
-    # translations, the launch-time runtime
+    # nor what an sm_90a gemm does not use: mma.sync's and SIMT's gemm lowerings, the reductions',
+    # scans' and warpgroup turns' lowerings, math's translations, the launch-time runtime
     assert not loaded & {"tilec.passes.convert_tile_to_thread.gemm_mma", "tilec.passes.convert_tile_to_thread.gemm_simt",
-                         "tilec.targets.nvptx.translate_math", "tilec.runtime"}
+                         "tilec.passes.convert_tile_to_thread.reduce", "tilec.passes.convert_tile_to_thread.scan",
+                         "tilec.passes.convert_tile_to_thread.turns", "tilec.targets.nvptx.translate_math",
+                         "tilec.runtime"}
 
 
 def _same_op(a, b) -> None:
