@@ -193,6 +193,8 @@ def test_building_the_reference_gemm_runs_ptxas_once_and_skips_passes_that_are_o
                          "tilec.passes.convert_tile_to_thread.reduce", "tilec.passes.convert_tile_to_thread.scan",
                          "tilec.passes.convert_tile_to_thread.turns", "tilec.targets.nvptx.translate_math",
                          "tilec.runtime"}
+    # nor the frontend's custom T.Layout and T.Parallel-privatization modules
+    assert not loaded & {"tilec.frontend.custom_layout", "tilec.frontend.parallel_vars"}
 
 
 def _same_op(a, b) -> None:

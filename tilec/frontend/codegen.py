@@ -27,7 +27,6 @@ from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
 from . import calls, loop_exits
-from .custom_layout import physical_indices
 from .semantic import Builder, describe, is_compile_time
 from .values import Access, BarrierRef, Scalar, SliceIndex, TileRef, VarRef
 
@@ -320,6 +319,8 @@ class KernelVisitor(ast.NodeVisitor):
         layout = self.custom_layouts.get(access.tile.ssa)
         if layout is None:
             return access.indices
+        from .custom_layout import physical_indices  # loaded by the T.Layout that made `layout`
+
         return physical_indices(self, access.tile, layout, access.indices)
 
     def store(self, access: Access, value) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
 
-from ..custom_layout import copy_elementwise, laid_out
 from ..values import Access, Scalar, TileRef
 from .operands import explicit_shape, region, require_kernel
 from .registry import handles_each
@@ -36,9 +35,12 @@ def atomic(_, kind: str):
                             "must be one element (`X[i]`) and its value a scalar",
                             hint="update a tile element by element to read each old value")
         require_kernel(v, f"a tile-wide T.atomic_{kind}", whole_tiles=True)
-        if laid_out(v, dst) is not None or laid_out(v, value) is not None:
-            copy_elementwise(v, value, dst, atomic=kind)
-            return
+        if v.custom_layouts:  # custom_layout.py loads with the first T.Layout
+            from ..custom_layout import copy_elementwise, laid_out
+
+            if laid_out(v, dst) is not None or laid_out(v, value) is not None:
+                copy_elementwise(v, value, dst, atomic=kind)
+                return
         src = region(v, value, explicit_shape(v, dst), f"T.atomic_{kind} value")
         d = region(v, dst, src.type.shape, f"T.atomic_{kind} destination")
         v.b.emit(tile.AtomicOp(d, [], src, kind))

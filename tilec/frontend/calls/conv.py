@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tilec.language as T
 
-from ..custom_layout import visit_generated
 from ..values import TileRef
 from .operands import describe_, require_kernel, static_int
 from .registry import handles
@@ -15,6 +14,8 @@ def im2col(v, img, col, nhw_step, c_step, kernel, stride, dilation, pad):
     """col[i, j] = img[n, oh * S + kh * D - P, ow * S + kw * D - P, c] (0 outside the image) for output pixel
     m = nhw_step * bm + i = (n, oh, ow) and patch element k = c_step * bk + j = (kh, kw, c); built as a
     T.Parallel element loop over col."""
+    from ..custom_layout import visit_generated  # custom_layout.py loads at the first T.im2col or T.Layout
+
     require_kernel(v, "T.im2col", whole_tiles=True)
     if not isinstance(img, TileRef) or img.scope != "global" or len(img.shape) != 4:
         raise v.b.error(f"T.im2col reads an NHWC image (a 4-D global tensor), got {describe_(img)}")

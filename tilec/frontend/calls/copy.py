@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from tilec.dialects import tile
 
-from ..custom_layout import copy_elementwise, laid_out
 from ..values import Access, BarrierRef, TileRef
 from ..warp_specialize import nbytes, tma_arrival
 from .operands import describe_, explicit_shape, region, require_kernel, stage_view, static_int
@@ -15,9 +14,12 @@ from .registry import handles
 @handles("copy")
 def copy(v, src, dst, **_):
     require_kernel(v, "T.copy", whole_tiles=True)
-    if laid_out(v, src) is not None or laid_out(v, dst) is not None:
-        copy_elementwise(v, src, dst)
-        return
+    if v.custom_layouts:  # custom_layout.py loads with the first T.Layout
+        from ..custom_layout import copy_elementwise, laid_out
+
+        if laid_out(v, src) is not None or laid_out(v, dst) is not None:
+            copy_elementwise(v, src, dst)
+            return
     src_shape, dst_shape = explicit_shape(v, src), explicit_shape(v, dst)
     if src_shape is None and dst_shape is None:
         raise v.b.error("T.copy between two single elements: neither side gives the region's shape",

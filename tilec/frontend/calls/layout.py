@@ -6,7 +6,6 @@ from tilec.dialects import tile
 
 from tilec.language.program import Symbol
 
-from ..custom_layout import CustomLayout, make_layout
 from ..values import SwizzleLayout, TileRef
 from .operands import describe_, require_kernel, static_int
 from .registry import handles
@@ -25,15 +24,18 @@ def annotate_layout(v, layout_map):
     if not isinstance(layout_map, dict):
         raise v.b.error("T.annotate_layout takes a dict {buffer: layout}")
     for buf, layout in layout_map.items():
-        if isinstance(layout, CustomLayout):
-            _annotate_custom(v, buf, layout)
-            continue
+        if not isinstance(layout, SwizzleLayout):
+            from ..custom_layout import CustomLayout  # loaded by T.Layout, which makes one
+
+            if isinstance(layout, CustomLayout):
+                _annotate_custom(v, buf, layout)
+                continue
         if not isinstance(buf, TileRef) or not isinstance(layout, SwizzleLayout):
             raise v.b.error("T.annotate_layout: each entry must be buffer: make_swizzled_layout(buffer)")
         v.b.emit(tile.AnnotateLayoutOp(buf.ssa, tile.SwizzleLayoutAttr(layout.nbytes)))
 
 
-def _annotate_custom(v, buf, layout: CustomLayout) -> None:
+def _annotate_custom(v, buf, layout) -> None:
     if not isinstance(buf, TileRef) or buf.scope != "global":
         raise v.b.error(f"T.annotate_layout: a custom T.Layout is supported for global tensors, not {describe_(buf)}",
                         hint="shared buffers take tilec.layout.make_swizzled_layout(buffer)")
@@ -50,6 +52,8 @@ def _annotate_custom(v, buf, layout: CustomLayout) -> None:
 
 @handles("Layout")
 def layout(v, shape, forward_fn):
+    from ..custom_layout import make_layout  # custom_layout.py loads with the first T.Layout
+
     return make_layout(v, shape, forward_fn)
 
 

@@ -12,7 +12,6 @@ import tilec.language as T
 from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
 
-from ..parallel_vars import privatize
 from ..values import Scalar
 from .operands import describe_, require_kernel, static_int
 
@@ -132,5 +131,7 @@ def _emit_parallel(v, node, args: list, kwargs: dict) -> None:
     finally:
         v.parallel_loops.pop()
         v.parallel_names.pop()
+    from ..parallel_vars import privatize  # loaded at the first T.Parallel
+
     v.privatized.extend(privatize(op, v.b.stamp(v.b.loc)))
     v.b.verify(op)

@@ -13,7 +13,6 @@ import tilec.language as T
 from tilec.dialects import tile
 from tilec.dtypes import DType, as_dtype
 
-from ..custom_layout import refuse_tile_operand
 from ..values import Access, Scalar, SliceIndex, TileRef, VarRef
 
 INDEX = IndexType()
@@ -100,16 +99,23 @@ def _extent(v, ref: TileRef, dim: int, index) -> int:
     return diff.const
 
 
+def _refuse_custom_layout(v, value, what: str) -> None:
+    if v.custom_layouts:  # custom_layout.py loads with the first T.Layout
+        from ..custom_layout import refuse_tile_operand
+
+        refuse_tile_operand(v, value, what)
+
+
 def region(v, value, hint: tuple[int, ...] | None, what: str):
     """The SSA tile for an operand: a whole tile, or a `tile.region` of it."""
     if isinstance(value, TileRef):
-        refuse_tile_operand(v, value, what)
+        _refuse_custom_layout(v, value, what)
         return value.ssa
     if isinstance(value, VarRef):
         return value.tile.ssa
     if not isinstance(value, Access):
         raise v.b.error(f"{what} must be a tile (a tensor, a buffer or a region of one), got {describe_(value)}")
-    refuse_tile_operand(v, value, what)
+    _refuse_custom_layout(v, value, what)
     ref = value.tile
     rank = len(ref.shape)
     if len(value.indices) != rank:

@@ -9,7 +9,6 @@ import tilec.language as T
 from tilec.dialects import tile
 
 from .. import warp_specialize
-from ..parallel_vars import check_reads_after
 from ..values import Scalar
 from .operands import describe_, dtype_of, require_kernel, static_int
 from .registry import handles
@@ -115,8 +114,11 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
                 v.visit_body(node.body)
             else:
                 warp_specialize.emit(v, node.body, *roles)
-        for record in v.privatized:
-            check_reads_after(record)
+        if v.privatized:  # T.Parallel loops privatized per-thread scalars (parallel_vars.py, loaded by them)
+            from ..parallel_vars import check_reads_after
+
+            for record in v.privatized:
+                check_reads_after(record)
     finally:
         v.kernel = None
         v.privatized = []
