@@ -235,8 +235,14 @@ def main(argv=None) -> int:
     if any(r["from_cache"] for r in runs):
         sys.exit("a run was served from the cache: TILEC_DISABLE_CACHE was not honoured")
     totals = sorted(r["total"] for r in runs)
+    import importlib.util
+
+    import tilec
+
+    installed = os.path.exists(importlib.util.cache_from_source(tilec.__file__))  # `make install` compiles it
     bytecode = f"bytecode cached in {a.pyc}" if pyc else \
-        ("modules compiled from source" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "bytecode as Python caches it")
+        ("bytecode as installed (compileall)" if installed else
+         "modules compiled from source" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "bytecode as Python caches it")
     print(f"{a.case}: cold compile to cubin, {a.runs} fresh processes (TILEC_DISABLE_CACHE=1, sm_90a, {bytecode})")
     print(f"  median {statistics.median(totals):.3f} s   min {totals[0]:.3f}   max {totals[-1]:.3f}   "
           f"(import tilec {statistics.median(r['import_tilec'] for r in runs):.3f} s, not counted)")
