@@ -82,9 +82,9 @@ MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-nooverlap": {"tilec.softmax_overlap": False},  # the loop as written
          "ws-pingpong": {"tilec.softmax_overlap": False, "tilec.warpgroup_pingpong": True},  # turns, unrotated
          "ws-rings": {"tilec.softmax_overlap": False, "tilec.operand_rings": True},  # K and V rings, unrotated
-         "ws-inorder": {"tilec.longest_first": False},
+         "ws-inorder": {"tilec.longest_first": False},  # the blocks in the hardware's order (tile-longest-first off)
          "ws-persistent": {"tilec.persistent": True},  # one block per multiprocessor loops over the query tiles
-         "ws-persistent-inorder": {"tilec.persistent": True, "tilec.longest_first": False},  # the blocks in the hardware's order (tile-longest-first off)
+         "ws-persistent-inorder": {"tilec.persistent": True, "tilec.longest_first": False},
          "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop: softmax(j) under P V of j - 1 (default)
          "ws-overlap-pingpong": {"tilec.softmax_overlap": True, "tilec.warpgroup_pingpong": True},  # + FA3's turns
          "ws-noturns": {"tilec.warpgroup_pingpong": False}}  # the rotated loop without the turns

@@ -26,8 +26,9 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   Persistent (`persistent`): each role loops over the block's tiles in a `tile.persistent`, the
   ring continuing from tile to tile (at `tiles before * trips`, or, when the trip count depends on
   the block indices as causal attention's does, at a per-thread count of the positions used:
-  `produced` / `consumed`). Tiles loaded once per block (attention's Q) are loaded again for each
-  tile, on `loaded`, once the consumers have released the tile before's on `loaded_free`. Ping-pong (`pingpong`, a kernel of one warpgroup): two
+  `produced` / `consumed`; only when persistence is asked for). Tiles loaded once per block
+  (attention's Q) are loaded again for each tile, on `loaded`, once the consumers have released
+  the tile before's on `loaded_free`. Ping-pong (`pingpong`, a kernel of one warpgroup): two
   consumer groups (`consumer_groups = 2`), each the kernel's 128 threads with its own shared
   tiles (consumer_groups.py), take alternate tiles; the producer streams their stages in tile
   order, so one group's gemms run while the other stores its tile (CUTLASS's ping-pong kernel).
