@@ -175,6 +175,13 @@ def _block_arg_range(arg: BlockArgument) -> Range | None:
     return None
 
 
+def surely_runs(loop: tile.ForOp) -> bool:
+    """Whether `loop` runs at least one iteration whatever the run-time values: its start is
+    below its end in every case `value_range` allows."""
+    lb, ub = value_range(loop.lb), value_range(loop.ub)
+    return lb is not None and ub is not None and lb[1] < ub[0]
+
+
 def _loop_range(loop: tile.ForOp) -> Range | None:
     lb, ub, step = value_range(loop.lb), value_range(loop.ub), constant_value(loop.step)
     if lb is None or ub is None or step is None or step <= 0:

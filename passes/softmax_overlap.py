@@ -52,7 +52,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from .analysis import constant_value, value_range
+from .analysis import constant_value, surely_runs
 from .fragment_conversions import reads, writes
 from .loop_stages import Builder, clone_slice, pure
 
@@ -146,8 +146,7 @@ def _split(loop: tile.ForOp):
         raise _Decline("the second gemm's A is not in registers (the threads would overwrite it under the gemm)")
     if constant_value(loop.step) != 1:
         raise _Decline("a step other than 1")
-    lb, ub = value_range(loop.lb), value_range(loop.ub)
-    if lb is None or ub is None or not lb[1] < ub[0]:
+    if not surely_runs(loop):
         raise _Decline("the loop may run no iteration (its first and last are peeled)")
     why = _registers_short(loop, first, second)
     if why is not None:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tilec.dialects import tile
-from tilec.passes.analysis import value_range
+from tilec.passes.analysis import surely_runs
 from xdsl.context import Context
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
@@ -286,11 +286,6 @@ def _union(parts: Iterable[Accesses]) -> Accesses:
     return total
 
 
-def _surely_runs(loop: tile.ForOp) -> bool:
-    lb, ub = value_range(loop.lb), value_range(loop.ub)
-    return lb is not None and ub is not None and lb[1] < ub[0]
-
-
 def _synchronize_loop(loop: tile.ForOp | tile.PersistentOp, divergence: Divergence | None = None) -> Summary:
     """A loop's body, and a barrier at its end where its next iteration (the next tile of a
     persistent kernel) would touch what this one's end touches."""
@@ -301,7 +296,7 @@ def _synchronize_loop(loop: tile.ForOp | tile.PersistentOp, divergence: Divergen
         _insert_barrier(loop.body.block.last_op)
         tail = Accesses()
         body.has_barrier = True
-    surely = isinstance(loop, tile.ForOp) and _surely_runs(loop)  # a block may own no tile
+    surely = isinstance(loop, tile.ForOp) and surely_runs(loop)  # a block may own no tile
     return Summary(body.head, tail, body.has_barrier and surely)
 
 

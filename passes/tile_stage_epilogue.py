@@ -77,7 +77,7 @@ def staged_bytes(shape, element_type, persistent: bool) -> int:
 def _matrix(shape) -> tuple[int, int] | None:
     """The rows and columns of a destination of `shape`: 2-D, or more dims of which all but two are 1
     (attention's `Out[bz, rows, by, :]`); None for any other."""
-    kept = tuple(shape) if len(shape) == 2 else tuple(n for n in shape if n != 1)
+    kept = tuple(shape) if len(shape) == 2 else tile.squeezed(shape)
     return kept if len(kept) == 2 else None
 
 
@@ -139,11 +139,8 @@ class TileStageEpiloguePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for ws in [w for w in op.walk() if isinstance(w, tile.WarpSpecializeOp)]:
-            block = ws.consumer.block
-            tiles = next((t for t in block.ops if isinstance(t, tile.PersistentOp)), None)
-            if tiles is not None:  # a persistent kernel: the consumers' work for each tile
-                block = tiles.body.block
+            block = ws.consumer_tile  # (a persistent kernel's: the consumers' work for each tile)
             accs = _accumulators(block)
             for copy in [c for c in block.ops if isinstance(c, tile.CopyOp)]:
                 if copy.src in accs and isinstance(copy.dst.type, tile.TensorType):
-                    _stage(copy, shared_limit(self.target, self.limit), ws, persistent=tiles is not None)
+                    _stage(copy, shared_limit(self.target, self.limit), ws, persistent=block is not ws.consumer.block)

@@ -60,7 +60,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from .analysis import constant_value, value_range
+from .analysis import constant_value, surely_runs
 from .consumer_groups import give_each_group
 from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stages, preloaded_copy, pure, staged_copy,
                           top_level, unstaged_shared_bytes, use_stage_views, writes_global)
@@ -284,13 +284,16 @@ def _preamble(plan: _Plan, body: Block, loaded: SSAValue) -> list[Operation]:
     return b.ops
 
 
-def _await_preloads(plan: _Plan, loaded: SSAValue) -> None:
-    """In the consumers, the first preloaded copy becomes the wait for all of them; the rest go."""
+def _await_preloads(plan: _Plan, loaded: SSAValue, tiles_before: SSAValue | None = None) -> None:
+    """In the consumers, the first preloaded copy becomes the wait for all of them; the rest go.
+    `tiles_before` (a persistent tile's): the wait for this tile's round of `loaded`."""
     first = plan.preloads[0]
-    zero = arith.ConstantOp(IntegerAttr(0, INDEX))
-    wait = tile.MBarrierWaitParityOp(loaded, zero.result)
-    wait.location = first.location
-    Rewriter.insert_op([zero, wait], InsertPoint.before(first))
+    b = Builder()
+    parity = b.index(0) if tiles_before is None else b.binary(arith.RemUIOp, tiles_before, 2)
+    b.ops.append(tile.MBarrierWaitParityOp(loaded, parity))
+    for op in b.ops:
+        op.location = first.location
+    Rewriter.insert_op(b.ops, InsertPoint.before(first))
     for copy in plan.preloads:
         source = copy.src.owner
         Rewriter.erase_op(copy)
@@ -432,11 +435,6 @@ def _stays(op: Operation, body: Block) -> bool:
                for v in op.operands)
 
 
-def _runs_once_at_least(loop: tile.ForOp) -> bool:
-    lb, ub = value_range(loop.lb), value_range(loop.ub)
-    return lb is not None and ub is not None and lb[1] < ub[0]
-
-
 def _touches(op: Operation, value: SSAValue) -> bool:
     return any(v is value for inner in op.walk() for v in inner.operands)
 
@@ -449,7 +447,7 @@ def _drop_zero_fill(loop: tile.ForOp, c: SSAValue, gemms: list[tile.GemmOp]) -> 
     prev = loop.prev_op
     while prev is not None and not isinstance(prev, tile.FillOp) and not _touches(prev, c):
         prev = prev.prev_op  # ops between the fill and the loop that leave c alone (a bias copy)
-    if len(gemms) != 1 or not isinstance(prev, tile.FillOp) or prev.dst is not c or not _runs_once_at_least(loop):
+    if len(gemms) != 1 or not isinstance(prev, tile.FillOp) or prev.dst is not c or not surely_runs(loop):
         return
     value = prev.value.owner
     if not (isinstance(value, arith.ConstantOp) and getattr(value.value, "value", None) is not None
@@ -490,7 +488,7 @@ def persistent_fits(kernel: tile.KernelOp, loop: tile.ForOp, counted: bool = Fal
     a count of the positions used (`_counted`: tiles of different lengths, which the static order
     of a persistent kernel balances worse than the hardware's block dispatch: causal attention
     measured 8-14 % slower so, run s8c)."""
-    return _runs_once_at_least(loop) and (counted or not _counted(kernel, loop))
+    return surely_runs(loop) and (counted or not _counted(kernel, loop))
 
 
 def _counted(kernel: tile.KernelOp, loop: tile.ForOp) -> bool:
@@ -544,19 +542,9 @@ def _wait_free(free: SSAValue, tiles_before: SSAValue) -> list[Operation]:
 
 
 def _await_tile_preloads(plan: _Plan, loaded: SSAValue, free: SSAValue, tiles_before: SSAValue) -> None:
-    """In the consumers of a persistent tile: the wait for this tile's preloads (one round per
-    tile) in place of the first preloaded copy, and their release once the loop is done with them."""
-    first = plan.preloads[0]
-    b = Builder()
-    b.ops.append(tile.MBarrierWaitParityOp(loaded, b.binary(arith.RemUIOp, tiles_before, 2)))
-    for op in b.ops:
-        op.location = first.location
-    Rewriter.insert_op(b.ops, InsertPoint.before(first))
-    for copy in plan.preloads:
-        source = copy.src.owner
-        Rewriter.erase_op(copy)
-        if isinstance(source, tile.RegionOp) and not source.result.uses:
-            Rewriter.erase_op(source)
+    """In the consumers of a persistent tile: the wait for this tile's preloads (`_await_preloads`),
+    and their release once the loop is done with them."""
+    _await_preloads(plan, loaded, tiles_before)
     release = Builder()
     arrive_per_warp(release, free, None)
     Rewriter.insert_op(release.ops, InsertPoint.after(plan.loop))

@@ -75,15 +75,8 @@ class _Turns:
     second: tile.GemmOp
 
 
-def _consumer_block(ws: tile.WarpSpecializeOp) -> Block:
-    """The consumers' work for one tile: the region, or the body of its `tile.persistent` loop."""
-    block = ws.consumer.block
-    tiles = next((op for op in block.ops if isinstance(op, tile.PersistentOp)), None)
-    return tiles.body.block if tiles is not None else block
-
-
 def _loop(ws: tile.WarpSpecializeOp) -> tile.ForOp | None:
-    loops = [op for op in _consumer_block(ws).ops if isinstance(op, tile.ForOp) and op.warp_specialized_stages is not None]
+    loops = [op for op in ws.consumer_tile.ops if isinstance(op, tile.ForOp) and op.warp_specialized_stages is not None]
     return loops[0] if len(loops) == 1 else None
 
 
@@ -204,7 +197,7 @@ class _RotatedTurns:
 
 
 def _plan_rotated(ws: tile.WarpSpecializeOp, loop: tile.ForOp, threads: int) -> _RotatedTurns | str:
-    ops = list(_consumer_block(ws).ops)
+    ops = list(ws.consumer_tile.ops)
     at = ops.index(loop)
     before = [op for op in ops[:at] if isinstance(op, tile.GemmOp)]
     after = [op for op in ops[at + 1:] if isinstance(op, tile.GemmOp)]

@@ -334,6 +334,14 @@ class WarpSpecializeOp(IRDLOperation):
     def groups(self) -> int:
         return self.consumer_groups.value.data if self.consumer_groups is not None else 1
 
+    @property
+    def consumer_tile(self) -> Block:
+        """The consumers' work for one tile: the consumer region's block, or the body of the
+        `tile.persistent` loop it holds (a persistent kernel)."""
+        block = self.consumer.block
+        tiles = next((op for op in block.ops if isinstance(op, PersistentOp)), None)
+        return tiles.body.block if tiles is not None else block
+
 
 @irdl_op_definition
 class ConsumerGroupOp(IRDLOperation):
