@@ -33,13 +33,12 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 
-from .analysis import constant_value
+from .analysis import affine_form, constant_value
 
 __all__ = ["TileLongestFirstPass", "growth"]
 
-_SAME = (arith.AddiOp, arith.MinSIOp, arith.MaxSIOp, arith.MinUIOp, arith.MaxUIOp)
+_MONOTONE = (arith.MinSIOp, arith.MaxSIOp, arith.MinUIOp, arith.MaxUIOp)
 _DIVIDE = (arith.DivSIOp, arith.DivUIOp, arith.FloorDivSIOp, arith.CeilDivSIOp, arith.CeilDivUIOp)
-_CASTS = (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)
 
 
 def _both(a: int | None, b: int | None) -> int | None:
@@ -51,32 +50,30 @@ def _both(a: int | None, b: int | None) -> int | None:
     return a if b == 0 else None
 
 
+def _scaled(g: int | None, k: int) -> int | None:
+    """The direction of `k * x` for x moving in direction g (k != 0)."""
+    return None if g is None else (g if k > 0 else -g)
+
+
 def growth(value: SSAValue, index: BlockArgument, depth: int = 0) -> int | None:
     """How `value` moves as `index` grows with everything else fixed: 1 never down, -1 never up,
-    0 independent of it, None unknown."""
+    0 independent of it, None unknown. Sums, differences and multiples are read through
+    `affine_form`; min / max and divisions by a positive constant keep their operands' direction."""
     if value is index:
         return 1
-    if isinstance(value, BlockArgument):  # another block index or a kernel parameter: 0; a loop's index: unknown
-        return 0 if value.block is index.block or not _inside(value, index) else None
-    if constant_value(value) is not None:
-        return 0
-    op = value.owner
     if depth > 32:
         return None
-    if isinstance(op, _CASTS):
-        return growth(op.input, index, depth + 1)
-    if isinstance(op, _SAME):
+    form = affine_form(value)
+    if form is not None and form[1] != {value: 1}:  # const + sum(k * leaf)
+        moves = 0
+        for leaf, k in form[1].items():
+            moves = _both(moves, _scaled(growth(leaf, index, depth + 1), k))
+        return moves
+    if isinstance(value, BlockArgument):  # another block index or a kernel parameter: 0; a loop's index: unknown
+        return 0 if value.block is index.block or not _inside(value, index) else None
+    op = value.owner
+    if isinstance(op, _MONOTONE):
         return _both(growth(op.lhs, index, depth + 1), growth(op.rhs, index, depth + 1))
-    if isinstance(op, arith.SubiOp):
-        b = growth(op.rhs, index, depth + 1)
-        return _both(growth(op.lhs, index, depth + 1), None if b is None else -b)
-    if isinstance(op, arith.MuliOp):
-        a, b = growth(op.lhs, index, depth + 1), growth(op.rhs, index, depth + 1)
-        for moving, fixed, by in ((a, b, op.rhs), (b, a, op.lhs)):
-            c = constant_value(by)
-            if fixed == 0 and c is not None:
-                return 0 if c == 0 or moving == 0 else (None if moving is None else moving * (1 if c > 0 else -1))
-        return 0 if a == 0 and b == 0 else None
     if isinstance(op, _DIVIDE):
         c = constant_value(op.rhs)
         if c is not None and c > 0:
@@ -109,9 +106,7 @@ def longest_first_dims(kernel: tile.KernelOp) -> list[int]:
     for d, index in enumerate(kernel.body.block.args):
         moves = set()
         for loop in loops:
-            lb = growth(loop.lb, index)
-            trips = _both(growth(loop.ub, index), None if lb is None else -lb)
-            moves.add(trips)
+            moves.add(_both(growth(loop.ub, index), _scaled(growth(loop.lb, index), -1)))
         if 1 in moves and -1 not in moves and constant_value(kernel.grid[d]) != 1:
             dims.append(d)
     return dims
