@@ -87,7 +87,9 @@ MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-persistent-inorder": {"tilec.persistent": True, "tilec.longest_first": False},
          "ws-overlap": {"tilec.softmax_overlap": True},  # FA3's rotated loop: softmax(j) under P V of j - 1 (default)
          "ws-overlap-pingpong": {"tilec.softmax_overlap": True, "tilec.warpgroup_pingpong": True},  # + FA3's turns
-         "ws-noturns": {"tilec.warpgroup_pingpong": False}}  # the rotated loop without the turns
+         "ws-noturns": {"tilec.warpgroup_pingpong": False},  # the rotated loop without the turns
+         "ws-notma": {"tilec.tma_store": False},  # O in the consumers' 16-byte stores, not a TMA store
+         "ws-persistent-notma": {"tilec.persistent": True, "tilec.tma_store": False}}
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

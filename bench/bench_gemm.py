@@ -59,7 +59,8 @@ GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096
 # (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256)]
-# schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128)
+# schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128);
+# each also as NAME-notma (`tilec.tma_store` off: the result in 16-byte stores)
 # cluster (`tilec.cluster`, opt-in: pairs of blocks sharing a TMA multicast operand)
 SCHEDULES = os.environ.get("BENCH_GEMM_SCHEDULES", "plain,cluster,persistent,pingpong").split(",")
 CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False, "tilec.persistent": False},
@@ -67,6 +68,8 @@ CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False, "tilec.per
            "persistent": {"tilec.persistent": True, "tilec.pingpong": False, "tilec.cluster": False},
            "persistent-cluster": {"tilec.persistent": True, "tilec.pingpong": False, "tilec.cluster": True},
            "pingpong": {"tilec.pingpong": True}}  # (ping-pong is the default for threads=128)
+for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores instead of TMA stores
+    CONFIGS[f"{_name}-notma"] = {**CONFIGS[_name], "tilec.tma_store": False}
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
@@ -171,7 +174,7 @@ def sass_features(kernel) -> str:
 def tilec_best(build, args, ref, flops: int, log: list, label: str):
     """Each tile configuration of a reference kernel: (ms, err, tiles, sass, kernel) of the fastest correct one."""
     best = None
-    for tiles, schedule in [(t, s) for t in TILES for s in SCHEDULES if s != "pingpong" or t[4] == 128]:
+    for tiles, schedule in [(t, s) for t in TILES for s in SCHEDULES if not s.startswith("pingpong") or t[4] == 128]:
         name = "x".join(map(str, tiles)) + ("" if schedule == "plain" else f" {schedule}")
         try:
             kernel = build(*tiles, CONFIGS[schedule])

@@ -65,6 +65,7 @@ _ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]
     tile.LoadOp: lambda op: ((op.source,), ()),
     tile.StoreOp: lambda op: ((), (op.dest,)),
     tile.PrintOp: lambda op: (op.values, ()),
+    tile.TmaStoreOp: lambda op: ((op.src,), ()),  # read asynchronously: until its tile.tma_store_wait
 }
 
 
@@ -259,6 +260,10 @@ def synchronize_block(block: Block, divergence: Divergence | None = None) -> Sum
 def _summarize(op: Operation, divergence: Divergence | None) -> Summary:
     if isinstance(op, tile.BarrierOp):
         return Summary(Accesses(), Accesses(), has_barrier=True)
+    if isinstance(op, tile.TmaStoreOp):  # its lowering meets the threads at a barrier before the store
+        return Summary(Accesses(), op_accesses(op), has_barrier=True)
+    if isinstance(op, tile.TmaStoreWaitOp):  # the store has read its tile, then a barrier (but {final})
+        return Summary(Accesses(), Accesses(), has_barrier=op.final is None)
     if divergence is not None and divergence.branches(op) and not _uniform_work(op):
         accesses = op_accesses(op)  # run by some threads only: one step, no barrier inside
         return Summary(accesses, accesses)

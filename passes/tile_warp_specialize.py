@@ -120,21 +120,26 @@ def tma_box(alloc: tile.AllocOp) -> tuple[int, int] | None:
 
 
 def _static_tma_source(copy: tile.CopyOp) -> str | None:
-    """Why TMA cannot read this copy's source (None: it can): a region of a tensor of rank 2 to 5
-    that is the 2-D tile once unit dims are dropped, its innermost dim the tile's columns, the
-    tensor's strides (all dims but the outermost static) multiples of 16 bytes."""
-    if tile.built_from_pointer(copy.src):
+    """Why TMA cannot read this copy's source (None: it can): see `tma_region_refusal`."""
+    return tma_region_refusal(copy.src, copy.dst.type.shape)
+
+
+def tma_region_refusal(region: SSAValue, tile_shape) -> str | None:
+    """Why TMA cannot copy between a shared tile of `tile_shape` and the global `region` (None: it
+    can): a region of a tensor of rank 2 to 5 that is the 2-D tile once unit dims are dropped, its
+    innermost dim the tile's columns, the tensor's strides (all dims but the outermost static)
+    multiples of 16 bytes."""
+    if tile.built_from_pointer(region):
         return "a tensor at a run-time address (T.make_tensor), which no host TMA descriptor describes"
-    src = copy.src.type
-    root = copy.src
+    src = region.type
+    root = region
     while isinstance(root.owner, tile.RegionOp):
         root = root.owner.source
     shape = root.type.shape
-    tile_shape = copy.dst.type.shape
     if not 2 <= len(shape) <= 5 or src.rank != len(shape) or len(tile_shape) != 2 or \
             tuple(n for n in src.shape if n != 1) != tuple(n for n in tile_shape if n != 1) or \
             src.shape[-1] != tile_shape[-1]:
-        return "a source region that is not the tile's rows and columns in a tensor of 2 to 5 dims"
+        return "a region that is not the tile's rows and columns in a tensor of 2 to 5 dims"
     if tile.DYNAMIC in shape[1:]:
         return "a run-time row stride"
     stride = 1

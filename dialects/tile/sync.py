@@ -281,6 +281,67 @@ class TmaLoadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TmaStoreOp(IRDLOperation):
+    """A shared tile into a global region by the tensor memory accelerator, the reverse of
+    `tile.tma_load`: the threads that wrote the tile fence their writes for the async proxy
+    (`fence.proxy.async.shared::cta`) and meet at a barrier, then one thread issues one box per
+    64-column chunk and commits them as a bulk group. The store is asynchronous: the tile must not
+    be written again, nor the block end, before a `tile.tma_store_wait` on it. The part of the
+    region that lies outside the tensor is not written. The region has the tile's shape once
+    unit dims are dropped, with the same innermost extent (`[1, 128, 1, 64]` of a
+    [batch, seq, heads, dim] tensor from a 128x64 tile).
+
+    ```mlir
+    tile.tma_store %C_s, %c : !tile.buffer<128x256xf16, shared>, !tile.tensor<128x256xf16>
+    ```
+    """
+
+    name = "tile.tma_store"
+    src = operand_def(BufferType)
+    dst = operand_def(TensorType)
+    assembly_format = "$src `,` $dst attr-dict `:` type($src) `,` type($dst)"
+
+    def __init__(self, src: SSAValue, dst: SSAValue):
+        super().__init__(operands=[src, dst])
+
+    def verify_(self) -> None:
+        src, dst = tile_type(self.src), tile_type(self.dst)
+        _require(src.scope == "shared", f"{self.name}: the source must be a shared tile, got {src}")
+        _require(src.element_type == dst.element_type,
+                 f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
+        _require(_squeezed(src.shape) == _squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
+                                                                   src.shape[-1] == dst.shape[-1]),
+                 f"{self.name}: the tile {src.shape} and the region {dst.shape} must have one shape (unit dims "
+                 f"aside, the same innermost extent)")
+
+
+@irdl_op_definition
+class TmaStoreWaitOp(IRDLOperation):
+    """The thread that issued the `tile.tma_store`s of `tile` waits until they have read it
+    (`cp.async.bulk.wait_group.read 0`); then the threads meet at a barrier, so that none
+    writes the tile before. `{final}`: at the end of the threads' work, where nothing writes
+    the tile again (no barrier; the block may not end before the stores have read it).
+
+    ```mlir
+    tile.tma_store_wait %C_s : !tile.buffer<128x256xf16, shared>
+    ```
+    """
+
+    name = "tile.tma_store_wait"
+    tile = operand_def(BufferType)
+    final = opt_prop_def(UnitAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$tile attr-dict `:` type($tile)"
+
+    def __init__(self, tile_value: SSAValue, final: bool = False):
+        super().__init__(operands=[tile_value], properties={"final": UnitAttr()} if final else {})
+
+    def verify_(self) -> None:
+        _require(tile_type(self.tile).scope == "shared",
+                 f"{self.name}: the tile must be a shared tile, got {tile_type(self.tile)}")
+
+
+@irdl_op_definition
 class WarpSpecializeOp(IRDLOperation):
     """Runs `producer` on `producer_threads` extra threads (a warpgroup after the kernel's own) and
     `consumer` on the kernel's threads, concurrently; they meet only at mbarriers. The producer

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from contextlib import contextmanager
 
 from xdsl.dialects import arith, llvm, memref, scf
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntAttr, IntegerAttr, StringAttr, UnitAttr, i8, i16, i32, i64
@@ -182,6 +183,64 @@ def _tma_box(L: Lowerer, plain: View, start, origin: list, tmap, bar, mask) -> N
         operands=[ptr, tmap, *coords, bar, *([mask] if mask is not None else [])],
         properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(coords), 1,
                                                                           int(mask is not None), 0])}))
+
+
+@uniform(tile.TmaStoreOp)
+def _tma_store(L: Lowerer, op: tile.TmaStoreOp) -> None:
+    """The threads' fence of their writes to the tile for the async proxy, a barrier over them,
+    then thread 0 issues one box per 128-byte column chunk (`cp.async.bulk.tensor.global.shared::cta
+    .bulk_group`, over the region's tensor dims as `tile.tma_load`'s boxes) and commits them as one
+    bulk group. TMA does not write the part of a box outside the tensor."""
+    src, dst = L.views[op.src], L.views[op.dst]
+    rows, cols = src.shape
+    width = src.chunk or cols
+    row_dim = _row_dim(op.dst.type.shape, rows)
+    box = [1] * len(dst.offsets)
+    box[row_dim], box[-1] = rows, width
+    tmap = tensor_map(L, _root_tensor(L, op.dst), str(src.element_type), tuple(box), src.swizzle)
+    fence_writes(L)
+    barrier(L)
+    plain = dataclasses.replace(src, swizzle=0, chunk=0)  # TMA unswizzles the bytes itself
+    with _thread_zero(L):
+        for j in range(cols // width):  # chunk j: all rows of columns [j*w, (j+1)*w)
+            ptr = shared_ptr(L, dataclasses.replace(plain, base=L.add(plain.base, j * rows * width)), [0, 0])
+            origin = list(dst.offsets)
+            origin[-1] = L.add(origin[-1], j * width)
+            coords = [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
+            L.emit(nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp.create(operands=[tmap, ptr, *coords]))
+        L.emit(nvvm.CpAsyncBulkCommitGroupOp())
+
+
+@uniform(tile.TmaStoreWaitOp)
+def _tma_store_wait(L: Lowerer, op: tile.TmaStoreWaitOp) -> None:
+    """Thread 0 (the stores' issuer) waits until its bulk groups have read shared memory
+    (`cp.async.bulk.wait_group.read 0`); then, but for `{final}`, a barrier over the threads."""
+    with _thread_zero(L):
+        wait_reads(L)
+    if op.final is None:
+        barrier(L)
+
+
+def fence_writes(L: Lowerer) -> None:
+    """`fence.proxy.async.shared::cta`: this thread's shared-memory writes, before a TMA store reads them."""
+    L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
+                                                "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
+
+
+def wait_reads(L: Lowerer) -> None:
+    """`cp.async.bulk.wait_group.read 0`: this thread's TMA stores have read shared memory."""
+    L.emit(nvvm.CpAsyncBulkWaitGroupOp.create(properties={"group": IntegerAttr(0, i32), "read": UnitAttr()}))
+
+
+@contextmanager
+def _thread_zero(L: Lowerer):
+    """Emits the body of `scf.if tid == 0` (thread 0 of the consumer group, or of the block)."""
+    first = L.emit(arith.CmpiOp(L.tid, L.const(0), "eq")).results[0]
+    body = Block()
+    L.emit(scf.IfOp(first, [], Region(body)))
+    with L.push(body):
+        yield
+        L.emit(scf.YieldOp())
 
 
 def tma_box_bytes(view: View) -> int:

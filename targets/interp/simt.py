@@ -28,7 +28,7 @@ from tilec.errors import error_at
 from . import pointers, scalar_ops
 from .interpreter import Compiler, State
 from .simt_cluster import CLUSTER_HANDLERS, run_clusters
-from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, note_generic_read, run_roles
+from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, note_generic_read, note_generic_write, run_roles
 from .values import numpy_dtype, scalarize, uniform
 
 
@@ -70,6 +70,18 @@ def _generic_read(st: State, mem: Memory, idx, width: int, active=None) -> None:
     note_generic_read(st, mem, (idx[:, None] * size + np.arange(width * size)).reshape(-1))
 
 
+def _generic_write(st: State, mem: Memory, idx, width: int, op) -> None:
+    """Tell the Hopper model which shared bytes the active lanes write (`simt_hopper.note_generic_write`)."""
+    if mem.what != "shared" or "__hopper__" not in st.env:
+        return
+    n = _lanes(st)
+    idx = np.broadcast_to(np.asarray(idx, np.int64), (n,))
+    if st.mask is not None:
+        idx = idx[np.broadcast_to(np.asarray(st.mask), (n,))]
+    size = mem.array.dtype.itemsize
+    note_generic_write(st, mem, (idx[:, None] * size + np.arange(width * size)).reshape(-1), op)
+
+
 def _load(op, c):
     ref, (index,), r = op.memref, tuple(op.indices), op.res
 
@@ -98,6 +110,7 @@ def _store(op, c):
             keep = lanes if st.mask is None else lanes[st.mask]
             mem.array[keep, idx[keep]] = v[keep]
             return
+        _generic_write(st, mem, idx, 1, op)
         if st.mask is None and not isinstance(idx, np.ndarray) and not isinstance(v, np.ndarray):
             mem.array[idx] = v
             return
@@ -134,6 +147,7 @@ def _vector_store(op, c):
         idx = np.broadcast_to(idx, (n,))
         v = np.broadcast_to(v, (n, width))
         keep = np.ones(n, bool) if st.mask is None else st.mask
+        _generic_write(st, mem, idx, width, op)
         mem.array[idx[keep][:, None] + np.arange(width)] = v[keep]
 
     return run

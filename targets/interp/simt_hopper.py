@@ -16,6 +16,14 @@ async proxy) only after that role's `fence.proxy.async.shared::cta`. The simulat
 once, so a missing fence would never show as wrong data here; on the GPU the release of a stage
 can overtake reads still in flight and TMA overwrites what they read. A TMA load into bytes with
 unfenced generic reads is a located error.
+
+A TMA store (`cp.async.bulk.tensor` shared::cta → global) reads shared memory late, as the GPU's may:
+the simulated store reads its bytes when its thread waits for its bulk group
+(`cp.async.bulk.wait_group`), so a tile rewritten before that wait goes out rewritten. The proxy
+rule holds the other way too: bytes a role wrote through the generic proxy (st.shared, stmatrix)
+may be read by a TMA store only after that role's `fence.proxy.async.shared::cta`; a generic write
+into bytes a pending store still reads, an unfenced store, and a role that ends with stores not
+waited for are located errors.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from tilec.dialects import nvvm, tile
 
 from tilec.errors import error_at
 
-__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "note_generic_read", "run_roles"]
+__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "note_generic_read", "note_generic_write", "run_roles"]
 
 
 @dataclass
@@ -119,6 +127,10 @@ class Hopper:
         self.named: dict[int, int] = {}  # named barrier → threads arrived in its current round
         self.rounds: dict[int, int] = {}  # named barrier → rounds completed
         self.unfenced: dict[int, np.ndarray] = {}  # role thread → shared bytes it read, not yet fenced
+        self.unfenced_writes: dict[int, np.ndarray] = {}  # role thread → shared bytes it wrote, not yet fenced
+        self.bulk_open: dict[int, list] = {}  # thread → TMA stores issued since its last commit
+        self.bulk_groups: dict[int, list[list]] = {}  # thread → its committed bulk groups, oldest first
+        self.bulk_reading = np.zeros(shared.size, np.int32)  # shared bytes pending TMA stores still read
 
     def generic_read(self, byte_addrs: np.ndarray) -> None:
         """The calling role read these shared bytes through the generic proxy (inside the roles)."""
@@ -131,8 +143,56 @@ class Hopper:
         mask[np.clip(byte_addrs, 0, self.shared.size - 1)] = True
 
     def fence_proxy_async(self) -> None:
-        """`fence.proxy.async`: the calling role's generic reads are ordered before later async writes."""
+        """`fence.proxy.async`: the calling role's generic reads are ordered before later async writes,
+        its generic writes before later async reads."""
         self.unfenced.pop(threading.get_ident(), None)
+        self.unfenced_writes.pop(threading.get_ident(), None)
+
+    def generic_write(self, op, byte_addrs: np.ndarray) -> None:
+        """The calling role wrote these shared bytes through the generic proxy (inside the roles)."""
+        if not self.roles:
+            return
+        addrs = np.clip(byte_addrs, 0, self.shared.size - 1)
+        busy = self.bulk_reading[addrs]
+        if busy.any():
+            byte = int(addrs[np.flatnonzero(busy)[0]])
+            raise error_at(op, f"a write to shared byte {byte}, which a TMA store still reads: the store's thread "
+                               "must wait for it (cp.async.bulk.wait_group.read) and the writers meet it at a "
+                               "barrier before the tile is written again (simulated)")
+        me = threading.get_ident()
+        mask = self.unfenced_writes.get(me)
+        if mask is None:
+            mask = self.unfenced_writes[me] = np.zeros(self.shared.size, bool)
+        mask[addrs] = True
+
+    def check_async_read(self, op, where: np.ndarray) -> None:
+        """A TMA store of bytes `where`: no role may have written them through the generic proxy unfenced."""
+        for mask in list(self.unfenced_writes.values()):
+            hit = mask[where]
+            if hit.any():
+                byte = int(where[np.flatnonzero(hit)[0]])
+                raise error_at(op, f"TMA store of shared byte {byte}, which a role wrote through the generic proxy "
+                                   "(st.shared / stmatrix) with no fence.proxy.async.shared::cta between the write "
+                                   "and the store: the store may read the old bytes on the GPU (simulated)")
+
+    def bulk_wait(self, pending: int) -> None:
+        """`cp.async.bulk.wait_group pending`: the calling thread's oldest bulk groups, all but
+        `pending`, read shared memory now (and write the tensor)."""
+        groups = self.bulk_groups.get(threading.get_ident(), [])
+        while len(groups) > pending:
+            for tmap, flat, inside, where, _ in groups.pop(0):
+                values = self.shared[where].view(tmap.array.dtype)
+                tmap.array[flat[inside]] = values[inside]
+                self.bulk_reading[where] -= 1
+
+    def check_bulk_done(self) -> None:
+        """At the end of a role: its thread's TMA stores must have been waited for."""
+        me = threading.get_ident()
+        left = self.bulk_open.pop(me, []) + [r for g in self.bulk_groups.pop(me, []) for r in g]
+        if left:
+            raise error_at(left[0][4], "the threads end with a TMA store whose bulk group was never waited for "
+                                       "(cp.async.bulk.commit_group, then wait_group.read by the same thread): the "
+                                       "block must not end while it reads shared memory (simulated)")
 
     def check_async_write(self, op, where: np.ndarray) -> None:
         """A TMA load into bytes `where`: no role may have read them through the generic proxy unfenced."""
@@ -332,19 +392,60 @@ def _tma_load(op, c):
 
 def _tma_store(op, c):
     def run(st):
+        h = hopper_of(st)
         n = _lanes(st)
         tmap = st.env[op.tmaDescriptor]
+        if not isinstance(tmap, TensorMapSim):
+            raise error_at(op, "cp.async.bulk.tensor: the descriptor is not a tensor map (simulated)")
         src = _byte_addr(st, st.env[op.srcMem])
         coords = [np.broadcast_to(st.env[v], (n,)) for v in op.coordinates]
-        shared = st.shared.array
+        issued = h.bulk_open.setdefault(threading.get_ident(), [])
         for lane in np.flatnonzero(_active(st, n)):
             flat, inside = tmap.box_offsets([int(cc[lane]) for cc in coords])
             nbytes = flat.size * tmap.array.dtype.itemsize
-            where = swizzle_bytes(int(src[lane]) + np.arange(nbytes, dtype=np.int64), tmap.swizzle)
-            values = shared[where].view(tmap.array.dtype)
-            tmap.array[flat[inside]] = values[inside]
+            start = int(src[lane])
+            if start % 128:
+                raise error_at(op, f"TMA source at shared byte {start} is not 128-byte aligned (simulated)")
+            where = swizzle_bytes(start + np.arange(nbytes, dtype=np.int64), tmap.swizzle)
+            if where.max() >= h.shared.size:
+                raise error_at(op, f"TMA box of {nbytes} bytes at shared byte {start} overruns the "
+                                   f"{h.shared.size} bytes of shared memory (simulated)")
+            h.check_async_read(op, where)
+            h.bulk_reading[where] += 1
+            issued.append((tmap, flat, inside, where, op))
 
     return run
+
+
+def _bulk_commit(op, c):
+    def run(st):
+        if not _active(st, _lanes(st)).any():
+            return
+        h = hopper_of(st)
+        me = threading.get_ident()
+        h.bulk_groups.setdefault(me, []).append(h.bulk_open.pop(me, []))
+
+    return run
+
+
+def _bulk_wait(op, c):
+    pending = op.group.value.data
+
+    def run(st):
+        if _active(st, _lanes(st)).any():
+            hopper_of(st).bulk_wait(pending)
+
+    return run
+
+
+def note_generic_write(st, mem, byte_addrs, op) -> None:
+    """Shared bytes written through the generic proxy by the active lanes (tracked inside warp roles)."""
+    h = st.env.get("__hopper__")
+    if h is None or not h.roles or mem.what != "shared":
+        return
+    from .simt import _shared_byte_base
+
+    h.generic_write(op, _shared_byte_base(mem, st.shared) + np.asarray(byte_addrs, np.int64))
 
 
 def _elect(op, c):
@@ -436,10 +537,9 @@ def _stmatrix(op, c):
                 rows = offsets[sel][8 * j:8 * j + 8]
                 r, col = lane[sel] // 4, 2 * (lane[sel] % 4)
                 for e in range(2):
-                    if trans:
-                        data[rows[col + e] + r] = pairs[:, e]
-                    else:
-                        data[rows[r] + col + e] = pairs[:, e]
+                    at = rows[col + e] + r if trans else rows[r] + col + e
+                    note_generic_write(st, p.memory, (at[:, None] * data.itemsize + np.arange(data.itemsize)).ravel(), op)
+                    data[at] = pairs[:, e]
 
     return run
 
@@ -474,6 +574,7 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
         sub.mask = mask
         try:
             run(sub)
+            h.check_bulk_done()
         except BaseException as e:  # noqa: BLE001 - re-raised in the block's thread
             errors.append(e)
             with h.cv:
@@ -503,6 +604,7 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
         h.roles -= 1
         for t in threads:
             h.unfenced.pop(t.ident, None)
+            h.unfenced_writes.pop(t.ident, None)
     if errors:
         raise errors[0]
 
@@ -542,8 +644,8 @@ HOPPER_HANDLERS = {
     nvvm.FenceProxyOp: _fence_proxy,
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: _tma_load,
     nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp: _tma_store,
-    nvvm.CpAsyncBulkCommitGroupOp: _nothing,
-    nvvm.CpAsyncBulkWaitGroupOp: _nothing,
+    nvvm.CpAsyncBulkCommitGroupOp: _bulk_commit,
+    nvvm.CpAsyncBulkWaitGroupOp: _bulk_wait,
     nvvm.PrefetchTensorMapOp: _nothing,
     nvvm.SetMaxRegisterOp: _nothing,
     nvvm.ElectSyncOp: _elect,

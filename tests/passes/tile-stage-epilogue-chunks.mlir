@@ -1,5 +1,7 @@
-// RUN: tilec opt %s -p 'tile-warp-specialize{persistent=true},tile-stage-epilogue,tile-plan-shared-memory' | filecheck %s
-// RUN: tilec opt %s -p 'tile-warp-specialize,tile-stage-epilogue' | filecheck %s --check-prefix=PLAIN
+// RUN: tilec opt %s -p 'tile-warp-specialize{persistent=true},tile-stage-epilogue{tma_store=false},tile-plan-shared-memory' | filecheck %s
+// RUN: tilec opt %s -p 'tile-warp-specialize,tile-stage-epilogue{tma_store=false}' | filecheck %s --check-prefix=PLAIN
+// RUN: tilec opt %s -p 'tile-warp-specialize{persistent=true},tile-stage-epilogue,tile-plan-shared-memory' | filecheck %s --check-prefix=TMA
+// RUN: tilec opt %s -p 'tile-warp-specialize,tile-stage-epilogue' | filecheck %s --check-prefix=TMAPLAIN
 
 // A persistent kernel's result tile of 128x256 f16 (64 KB) goes out through a 32 KB shared tile in
 // two column chunks of 128: the producer streams the next tile's stages meanwhile, so the chunk has
@@ -26,6 +28,31 @@
 // PLAIN:       %C_f_out = tile.alloc {swizzle = 128 : i64} : !tile.buffer<128x256xf16, shared>
 // PLAIN:       tile.copy %C_f, %C_f_out
 // PLAIN-NEXT:  tile.copy %C_f_out, %c
+// By TMA (the default): the chunk tile is laid out in 64-column boxes of 128-byte rows; each chunk
+// is written only once the store of the one before (the other chunk, the previous tile's last)
+// has read the tile, and the consumers end waiting for the last one.
+// TMA-LABEL: func.func @gemm
+// TMA:       %C_f_out = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64, offset = 196608 : i64} : !tile.buffer<128x128xf16, shared>
+// TMA:       } consumer {
+// TMA:           %[[L:.*]] = tile.region %C_f[%[[Z:.*]], %[[A0:.*]]] : !tile.buffer<128x256xf32, fragment> -> !tile.buffer<128x128xf32, fragment>
+// TMA-NEXT:      tile.tma_store_wait %C_f_out : !tile.buffer<128x128xf16, shared>
+// TMA-NEXT:      tile.copy %[[L]], %C_f_out
+// TMA-NEXT:      %[[LW:.*]] = tile.region %c[%[[Z]], %[[A0]]] : !tile.tensor<128x256xf16> -> !tile.tensor<128x128xf16>
+// TMA-NEXT:      tile.tma_store %C_f_out, %[[LW]]
+// TMA-NEXT:      %[[AT:.*]] = arith.constant 128 : index
+// TMA-NEXT:      %[[R:.*]] = tile.region %C_f[%[[Z]], %[[AT]]] : !tile.buffer<128x256xf32, fragment> -> !tile.buffer<128x128xf32, fragment>
+// TMA-NEXT:      tile.tma_store_wait %C_f_out : !tile.buffer<128x128xf16, shared>
+// TMA-NEXT:      tile.copy %[[R]], %C_f_out
+// TMA-NEXT:      %[[RW:.*]] = tile.region %c[%[[Z]], %[[AT]]] : !tile.tensor<128x256xf16> -> !tile.tensor<128x128xf16>
+// TMA-NEXT:      tile.tma_store %C_f_out, %[[RW]]
+// TMA:         tile.tma_store_wait %C_f_out {final}
+// TMA:       {smem_bytes = 229440 : i64}
+
+// TMAPLAIN-LABEL: func.func @gemm
+// TMAPLAIN:       %C_f_out = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<128x256xf16, shared>
+// TMAPLAIN:       tile.copy %C_f, %C_f_out
+// TMAPLAIN-NEXT:  tile.tma_store %C_f_out, %c
+// TMAPLAIN-NEXT:  tile.tma_store_wait %C_f_out {final}
 func.func @gemm(%A: !tile.tensor<512x256xf16>, %B: !tile.tensor<256x1024xf16>, %C: !tile.tensor<512x1024xf16>) {
   %g = arith.constant 4 : index
   tile.kernel (%bx, %by) in (%g, %g) threads [256, 1, 1] {

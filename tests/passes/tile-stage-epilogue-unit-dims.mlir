@@ -1,16 +1,35 @@
 // RUN: tilec opt %s -p 'tile-warp-specialize,tile-stage-epilogue' | filecheck %s
 // RUN: tilec opt %s -p 'tile-warp-specialize{persistent=true},tile-stage-epilogue' | filecheck %s --check-prefix=PERSIST
+// RUN: tilec opt %s -p 'tile-warp-specialize,tile-stage-epilogue{tma_store=false}' | filecheck %s --check-prefix=STG
 
 // Attention's result goes to `Out[bz, rows, by, :]`, a region of four dims of which two are 1:
-// it is staged as a 2-D tile (16-byte stores, not the fragment's 4-byte pairs).
+// it is staged as a 2-D tile and leaves by a TMA store (one 128-byte-wide box of the four dims:
+// the tensor's strides are multiples of 16 bytes); the consumers' last op waits for the store to
+// have read the tile.
 // CHECK-LABEL: func.func @unit_dims
 // CHECK:       %C_f_out = tile.alloc {swizzle = 128 : i64} : !tile.buffer<128x64xf16, shared>
+// CHECK:       } consumer {
+// CHECK-NOT:   tile.tma_store_wait
 // CHECK:       tile.copy %C_f, %C_f_out : !tile.buffer<128x64xf32, fragment>, !tile.buffer<128x64xf16, shared>
-// CHECK-NEXT:  tile.copy %C_f_out, %c : !tile.buffer<128x64xf16, shared>, !tile.tensor<1x128x1x64xf16>
+// CHECK-NEXT:  tile.tma_store %C_f_out, %c : !tile.buffer<128x64xf16, shared>, !tile.tensor<1x128x1x64xf16>
+// CHECK-NEXT:  tile.tma_store_wait %C_f_out {final} : !tile.buffer<128x64xf16, shared>
+// CHECK-NEXT:  }
 
-// A persistent kernel also stages it (one chunk: 16 KB).
+// A persistent kernel also stages it (one chunk: 16 KB); before the tile is written for the next
+// query tile, the previous tile's store must have read it.
 // PERSIST-LABEL: func.func @unit_dims
-// PERSIST:       tile.copy %C_f_out, %c : !tile.buffer<128x64xf16, shared>, !tile.tensor<1x128x1x64xf16>
+// PERSIST:       tile.persistent
+// PERSIST:       tile.tma_store_wait %C_f_out : !tile.buffer<128x64xf16, shared>
+// PERSIST-NEXT:  tile.copy %C_f, %C_f_out
+// PERSIST-NEXT:  tile.tma_store %C_f_out, %c : !tile.buffer<128x64xf16, shared>, !tile.tensor<1x128x1x64xf16>
+// PERSIST:       tile.tma_store_wait %C_f_out {final}
+
+// Without TMA stores (`tilec.tma_store=False`): the consumers' 16-byte stores of the staged tile.
+// STG-LABEL: func.func @unit_dims
+// STG:       tile.copy %C_f, %C_f_out : !tile.buffer<128x64xf32, fragment>, !tile.buffer<128x64xf16, shared>
+// STG-NEXT:  tile.copy %C_f_out, %c : !tile.buffer<128x64xf16, shared>, !tile.tensor<1x128x1x64xf16>
+// STG-NOT:   tile.tma_store
+
 func.func @unit_dims(%A: !tile.tensor<512x256xf16>, %B: !tile.tensor<256x64xf16>, %C: !tile.tensor<2x512x4x64xf16>) {
   %g = arith.constant 4 : index
   tile.kernel (%bx, %by) in (%g, %g) threads [256, 1, 1] {

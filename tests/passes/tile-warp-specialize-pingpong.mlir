@@ -8,7 +8,7 @@
 // it on right after, so that each group reads the ring only after the other group saw the
 // previous round of those stages complete. `empty` counts one group's 4 warps.
 // CHECK-LABEL: func.func @gemm
-// CHECK:       %C_f_out = tile.alloc {swizzle = 128 : i64, offset = 131072 : i64} : !tile.buffer<2x128x128xf16, shared>
+// CHECK:       %C_f_out = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64, offset = 131072 : i64} : !tile.buffer<2x128x128xf16, shared>
 // CHECK-NEXT:  %A_s = tile.alloc {swizzle = 128 : i64, offset = 0 : i64} : !tile.buffer<4x128x64xf16, shared>
 // CHECK:       %empty = tile.alloc_barrier {arrive_count = 4 : i64, offset = {{.*}}} : !tile.mbarrier<4>
 // CHECK-NEXT:  tile.warp_specialize producer {
@@ -29,8 +29,9 @@
 // CHECK-NEXT:      tile.gemm_wait %C_f
 // CHECK:           tile.mbarrier_arrive %empty
 // CHECK:           tile.copy %C_f, %C_f_out_g
-// CHECK:           tile.copy %C_f_out_g, %c
+// CHECK-NEXT:      tile.tma_store %C_f_out_g, %c
 // CHECK:         } {groups = 2 : i64}
+// CHECK-NEXT:    tile.tma_store_wait %C_f_out_g {final}
 // CHECK-NEXT:  } {producer_threads = 128 : i64, consumer_groups = 2 : i64, producer_regs = 40 : i64, consumer_regs = 232 : i64}
 
 // Persistent without ping-pong: one consumer group, no turns.

@@ -41,7 +41,7 @@
 // the stage of a tile's last iteration after its final wait. The epilogue's shared tile gets
 // bytes of its own (the producer fills the next tile's stages while it is read).
 // PERSIST-LABEL: func.func @gemm
-// PERSIST:       %C_f_out = tile.alloc {swizzle = 128 : i64, offset = 98304 : i64} : !tile.buffer<128x128xf16, shared>
+// PERSIST:       %C_f_out = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64, offset = 98304 : i64} : !tile.buffer<128x128xf16, shared>
 // PERSIST-NEXT:  %A_s = tile.alloc {swizzle = 128 : i64, offset = 0 : i64} : !tile.buffer<3x128x64xf16, shared>
 // PERSIST-NEXT:  %B_s = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64, offset = 49152 : i64} : !tile.buffer<3x64x128xf16, shared>
 // PERSIST:       tile.warp_specialize producer {
@@ -62,8 +62,9 @@
 // PERSIST:           tile.gemm_wait %C_f
 // PERSIST-NEXT:      %[[END:.*]] = arith.addi %[[CBASE]], %[[CT]] : index
 // PERSIST:           tile.mbarrier_arrive %empty
-// PERSIST:           tile.copy %C_f, %C_f_out
-// PERSIST-NEXT:      tile.copy %C_f_out, %c
+// PERSIST:           tile.tma_store_wait %C_f_out
+// PERSIST-NEXT:      tile.copy %C_f, %C_f_out
+// PERSIST-NEXT:      tile.tma_store %C_f_out, %c
 // PERSIST:       } {smem_bytes = 131120 : i64}
 func.func @gemm(%A: !tile.tensor<512x256xf16>, %B: !tile.tensor<256x512xf16>, %C: !tile.tensor<512x512xf16>) {
   %g = arith.constant 4 : index

@@ -97,6 +97,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "tile-longest-first (on by default): a kernel whose loop runs longer in higher block indices (causal "
               "attention) launches its blocks from the last index, so the grid ends on the short ones; False "
               "keeps the hardware's order"),
+    _honoured("tilec.tma_store", "TILEC_TMA_STORE",
+              "tile-stage-epilogue (on by default): a warp-specialized kernel's result, staged in shared memory, "
+              "goes out by TMA stores (cp.async.bulk.tensor, one thread, asynchronous) where TMA can write the "
+              "destination; False stores it in the consumer threads' 16-byte stores"),
     _honoured("tl.disable_wgmma", "TL_DISABLE_WGMMA", "keeps tile-select-mma off wgmma, even with tilec.enable_wgmma"),
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),

@@ -1111,3 +1111,53 @@ func.func @launch_reversed_cluster() {
   } {launch_reversed = array<i64: 0>, cluster = array<i64: 2>}
   func.return
 }
+
+// -----
+
+// tile.tma_store: the reverse of tile.tma_load, from a shared tile.
+func.func @tma_store_from_a_fragment(%X: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %f = tile.alloc : !tile.buffer<64x64xf16, fragment>
+    // expected-error@+1 {{tile.tma_store: the source must be a shared tile}}
+    tile.tma_store %f, %X : !tile.buffer<64x64xf16, fragment>, !tile.tensor<64x64xf16>
+  }
+  func.return
+}
+
+// -----
+
+func.func @tma_store_converting(%X: !tile.tensor<64x64xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.tma_store: TMA does not convert: f16 to f32}}
+    tile.tma_store %s, %X : !tile.buffer<64x64xf16, shared>, !tile.tensor<64x64xf32>
+  }
+  func.return
+}
+
+// -----
+
+func.func @tma_store_region_not_the_tile(%X: !tile.tensor<1x64x2x32xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.tma_store: the tile (64, 64) and the region (1, 64, 2, 32) must have one shape}}
+    tile.tma_store %s, %X : !tile.buffer<64x64xf16, shared>, !tile.tensor<1x64x2x32xf16>
+  }
+  func.return
+}
+
+// -----
+
+// tile.tma_store_wait: waits for the stores of a shared tile.
+func.func @tma_store_wait_of_a_fragment() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %f = tile.alloc : !tile.buffer<64x64xf16, fragment>
+    // expected-error@+1 {{tile.tma_store_wait: the tile must be a shared tile}}
+    tile.tma_store_wait %f : !tile.buffer<64x64xf16, fragment>
+  }
+  func.return
+}

@@ -180,12 +180,15 @@ func.func @atomics(%C: !tile.tensor<64xf32>) {
 // CHECK:       %[[B:.*]] = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier
 // CHECK:       tile.mbarrier_arrive %[[B]] : !tile.mbarrier
 // CHECK:       tile.mbarrier_wait_parity %[[B]], %{{.*}} : !tile.mbarrier
+// CHECK:       tile.tma_store %[[S]], %{{.*}} : !tile.buffer<64x64xf16, shared>, !tile.tensor<1x64x1x64xf16>
+// CHECK:       tile.tma_store_wait %[[S]] : !tile.buffer<64x64xf16, shared>
+// CHECK:       tile.tma_store_wait %[[S]] {final} : !tile.buffer<64x64xf16, shared>
 // CHECK:       tile.thread_id {dim = 1 : i64}
 // CHECK:       tile.print {msg = "here"}
 // CHECK:       tile.print %{{.*}} : f32 {msg = "v"}
 // CHECK:       tile.print %[[S]] : !tile.buffer<64x64xf16, shared>{{$}}
 // CHECK:       tile.device_assert %{{.*}} {msg = "ok"}
-func.func @annotations_and_sync() {
+func.func @annotations_and_sync(%O: !tile.tensor<2x256x4x64xf16>) {
   %g = arith.constant 1 : index
   tile.kernel (%bx) in (%g) threads [128, 1, 1] {
     %c0 = arith.constant 0 : index
@@ -202,6 +205,10 @@ func.func @annotations_and_sync() {
     %b = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier
     tile.mbarrier_arrive %b : !tile.mbarrier
     tile.mbarrier_wait_parity %b, %c0 : !tile.mbarrier
+    %o = tile.region %O[%c0, %c0, %c0, %c0] : !tile.tensor<2x256x4x64xf16> -> !tile.tensor<1x64x1x64xf16>
+    tile.tma_store %s, %o : !tile.buffer<64x64xf16, shared>, !tile.tensor<1x64x1x64xf16>
+    tile.tma_store_wait %s : !tile.buffer<64x64xf16, shared>
+    tile.tma_store_wait %s {final} : !tile.buffer<64x64xf16, shared>
     %tx = tile.thread_id {dim = 1 : i64}
     tile.print {msg = "here"}
     tile.print %v : f32 {msg = "v"}
