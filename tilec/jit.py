@@ -18,7 +18,7 @@ import inspect
 
 from tilec import compiler
 from tilec.compiler.kernel_program import KernelProgram
-from tilec.compiler.pass_configs import check_pass_configs
+from tilec.compiler.pass_configs import check_pass_configs, compile_flag_configs
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.program import PrimFunc, Symbol
 from tilec.source import eager_tensor_params, is_eager, parse_function
@@ -161,7 +161,7 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
     from tilec.frontend import build_prim_func
 
     loc = _def_loc(func.fn)
-    configs = check_pass_configs(pass_configs, loc)
+    configs = check_pass_configs({**compile_flag_configs(compile_flags, loc), **dict(pass_configs or {})}, loc)
     resolved = resolve_target(target, loc=loc)
     with paused_gc():
         return JITKernel(build_prim_func(func, out_idx), resolved, configs, execution_backend=execution_backend)
@@ -184,7 +184,7 @@ class JITFunction:
     """What `@tilec.jit` returns; see the module docstring for the two styles."""
 
     def __init__(self, fn, *, out_idx=None, target="auto", pass_configs=None, verbose=False,
-                 execution_backend="auto", **_options):
+                 execution_backend="auto", compile_flags=None, **_options):
         if isinstance(fn, PrimFunc):
             raise TilecError(f"@tilec.jit wraps a kernel function or a factory returning a T.prim_func, got the "
                              f"T.prim_func {fn.__name__} itself", loc=_def_loc(fn.fn),
@@ -203,7 +203,8 @@ class JITFunction:
         self.out_idx = out_idx
         self._loc = _def_loc(fn)  # the kernel's def, for located errors (read once)
         self.target = target
-        self.pass_configs = pass_configs
+        # nvcc's flags, as the pass configs they ask for (explicit pass_configs win)
+        self.pass_configs = {**compile_flag_configs(compile_flags, self._loc), **dict(pass_configs or {})}
         self.verbose = verbose
         self._eager = is_eager(fn)
         self._tensor_params = eager_tensor_params(fn) if self._eager else []
@@ -457,5 +458,5 @@ def jit(func=None, *, out_idx=None, target="auto", execution_backend="auto", ver
         return functools.partial(jit, out_idx=out_idx, target=target, execution_backend=execution_backend,
                                  verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
     return JITFunction(func, out_idx=out_idx, target=target, pass_configs=pass_configs, verbose=verbose,
-                       execution_backend=execution_backend)
+                       execution_backend=execution_backend, compile_flags=compile_flags)
 

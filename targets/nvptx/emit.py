@@ -58,10 +58,10 @@ def _target_machine(arch: str, features: str, opt_level: int) -> llvm.TargetMach
 
 
 def emit_llvm_ir(
-    module: ModuleOp, *, fast_math: bool = False, index_bitwidth: int = 64
+    module: ModuleOp, *, fast_math: bool = False, index_bitwidth: int = 64, fp_contract: bool = True
 ) -> str:
-    """The unoptimized LLVM IR of a thread-level module, as text."""
-    options = TranslateOptions(index_bitwidth=index_bitwidth, fast_math=fast_math)
+    """The unoptimized LLVM IR of a thread-level module, as text (`TranslateOptions`)."""
+    options = TranslateOptions(index_bitwidth=index_bitwidth, fast_math=fast_math, fp_contract=fp_contract)
     return str(translate_module(module, options))
 
 

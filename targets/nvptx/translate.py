@@ -89,10 +89,13 @@ class TranslationError(RuntimeError):
 @dataclass(frozen=True)
 class TranslateOptions:
     """`index_bitwidth`: width of `index`; `fast_math`: use the approximate NVVM math
-    everywhere, as if every math op carried `fastmath<afn>`."""
+    everywhere, as if every math op carried `fastmath<afn>`; `fp_contract`: f32/f16 multiplies,
+    adds and subtractions may contract into fused multiply-adds (`contract`), as nvcc's default
+    `--fmad=true` lets them (one rounding instead of two)."""
 
     index_bitwidth: int = 64
     fast_math: bool = False
+    fp_contract: bool = True
 
 
 # ------------------------------------------------------------------------------ bfloat

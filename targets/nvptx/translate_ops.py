@@ -142,10 +142,16 @@ def _int_binop(t: T, op) -> None:
     t.set(op, getattr(t.b, _INT_BINOPS[type(op)])(lhs, rhs, flags=flags))
 
 
+_CONTRACTIBLE = (arith.AddfOp, arith.SubfOp, arith.MulfOp)
+
+
 @lowers(*_FLOAT_BINOPS)
 def _float_binop(t: T, op) -> None:
     lhs, rhs = t.operands(op)
-    t.set(op, getattr(t.b, _FLOAT_BINOPS[type(op)])(lhs, rhs, flags=fastmath(op)))
+    flags = fastmath(op)
+    if t.options.fp_contract and isinstance(op, _CONTRACTIBLE) and "contract" not in flags and "fast" not in flags:
+        flags = [*flags, "contract"]  # a multiply feeding an add may become one fma (nvcc's --fmad=true)
+    t.set(op, getattr(t.b, _FLOAT_BINOPS[type(op)])(lhs, rhs, flags=flags))
 
 
 @lowers(*_INTRINSIC_BINOPS)

@@ -127,7 +127,8 @@ class CudaBuild:
         self.spec = self.lowered.spec
         self.ir = {"tile": self._tile_text or print_ir(self.program.module)}
         try:
-            llvm_ir = emit_llvm_ir(self.lowered.thread, fast_math=self._fast_math(), index_bitwidth=self._index_bits())
+            llvm_ir = emit_llvm_ir(self.lowered.thread, fast_math=self._fast_math(), index_bitwidth=self._index_bits(),
+                                   fp_contract=bool(self.pass_configs.get("tilec.fp_contract", True)))
             self.ptx = compile_llvm_ir(llvm_ir, self.arch)
         except TranslationError as e:
             raise TilecError(f"kernel {name}: NVPTX translation failed: {e}", loc=self.program.loc) from None

@@ -105,6 +105,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),
     _honoured("tl.disable_fast_math", "TL_DISABLE_FAST_MATH", "overrides tl.enable_fast_math"),
+    _honoured("tilec.fp_contract", "TILEC_FP_CONTRACT",
+              "f32/f16 multiplies and adds may contract into fused multiply-adds (on by default, as nvcc's "
+              "--fmad=true, which TileLang's builds use); False rounds each separately (compile flag --fmad=false)"),
     _honoured("tl.config_index_bitwidth", "TL_CONFIG_INDEX_BITWIDTH",
               "the width of index arithmetic (default: 32 where every tensor is static and small, else 64)",
               (32, 64)),
@@ -252,3 +255,43 @@ def dump_dir(configs: dict) -> str | None:
     if configs.get("tl.enable_dump_ir"):
         return configs.get("tl.dump_ir_path") or "dump_ir"
     return None
+
+
+# ------------------------------------------------------------------------- compile flags
+
+_FLAG_CONFIGS = {
+    "--use_fast_math": {"tl.enable_fast_math": True}, "-use_fast_math": {"tl.enable_fast_math": True},
+    "--fmad=false": {"tilec.fp_contract": False}, "-fmad=false": {"tilec.fp_contract": False},
+    "--fmad=true": {"tilec.fp_contract": True}, "-fmad=true": {"tilec.fp_contract": True},
+}
+"""nvcc flags that change what a kernel computes, as the pass configs tilec honours for them."""
+
+_NO_EFFECT_PREFIXES = ("-O", "-D", "-U", "-W", "-I", "-std=", "--std=", "-lineinfo", "--generate-line-info", "-g",
+                       "-Xcompiler", "--expt-relaxed-constexpr", "--expt-extended-lambda", "-DNDEBUG")
+"""nvcc flags with nothing to act on in tilec: it always optimizes, and compiles no CUDA C++ (no
+preprocessor, host compiler or headers): accepted without a word."""
+
+
+def compile_flag_configs(flags, loc: SourceLoc | None) -> dict:
+    """The pass configs that TileLang's `compile_flags` (nvcc's) ask for: `--use_fast_math`,
+    `--fmad=false|true`; flags with nothing to act on in tilec (optimization levels, macros,
+    warnings, include paths, line info) are accepted; any other flag (`--ptxas-options=...`,
+    `-maxrregcount=...`) is reported as ignored, by name."""
+    if flags is None:
+        return {}
+    if isinstance(flags, str):
+        flags = flags.split()
+    configs: dict = {}
+    for flag in flags:
+        if not isinstance(flag, str):
+            raise TilecError(f"compile_flags holds {flag!r}, not a string", loc=loc,
+                             hint='pass nvcc flags as strings, e.g. compile_flags=["-O3", "--use_fast_math"]')
+        flag = flag.strip()
+        if flag in _FLAG_CONFIGS:
+            configs.update(_FLAG_CONFIGS[flag])
+        elif not flag or flag.startswith(_NO_EFFECT_PREFIXES):
+            continue
+        else:
+            report(f"compile flag {flag!r} is not applicable to tilec and is ignored (tilec honours --use_fast_math "
+                   f"and --fmad=false|true; it builds PTX through LLVM, not nvcc)", loc)
+    return configs
