@@ -90,8 +90,7 @@ MODES = {"ws": {}, "cp.async": {"tl.disable_warp_specialized": True},
          "ws-noturns": {"tilec.warpgroup_pingpong": False},  # the rotated loop without the turns
          "ws-notma": {"tilec.tma_store": False},  # O in the consumers' 16-byte stores, not a TMA store
          "ws-persistent-notma": {"tilec.persistent": True, "tilec.tma_store": False},
-         "ws-nofma": {"tilec.fp_contract": False},
-         "ws-noruns": {"tilec.exp2_runs": False}}  # each exponential with its own subnormal fix-up  # each multiply and add rounded on its own (nvcc's --fmad=false)
+         "ws-nofma": {"tilec.fp_contract": False}}  # each multiply and add rounded on its own (nvcc's --fmad=false)
 MODES = {m: MODES[m] for m in os.environ.get("BENCH_ATTN_MODES", "ws").split(",")}
 
 

@@ -56,7 +56,6 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile-warpgroup-pingpong": _lazy("tile_warpgroup_pingpong", "TileWarpgroupPingpongPass"),
     "convert-tile-to-thread": _lazy("convert_tile_to_thread", "ConvertTileToThreadPass"),
     "thread-shared-divisor": _lazy("thread_shared_divisor", "ThreadSharedDivisorPass"),
-    "thread-exp2-runs": _lazy("thread_exp2_runs", "ThreadExp2RunsPass"),
     "thread-sigmoid": _lazy("thread_sigmoid", "ThreadSigmoidPass"),
 }
 """Every pass `tilec opt -p` knows, by name."""

@@ -24,7 +24,7 @@ from .context import Lowerer, SlotMap
 from .copy import slot_groups
 from .lanes import Lanes, lane_coef, lane_maps, tile_mult, vector_iv
 from .memory import View
-from .registry import element, lower_block, lower_op, uniform
+from .registry import element, lower_block, uniform
 
 
 def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: int) -> int:
@@ -209,8 +209,6 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
         raise L.error(op, "T.Parallel without a layout: run tile-infer-layout first")
     ivs = {arg: d for d, arg in enumerate(op.body.block.args)}
     leader = L.replica_leader(layout)
-    by_op = by_op_order(op) and len(slot_groups(layout)) >= BY_OP_GROUPS
-    every = []
     for group in slot_groups(layout):
         maps = []
         for s in group:
@@ -220,51 +218,4 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
                 if isinstance(value, int):
                     L.mults.setdefault(lane[arg], value)
             maps.append(lane)
-        lanes = Lanes(maps, group, layout, ivs, leader)
-        if by_op:
-            every.append(lanes)
-        else:
-            lower_block(L, op.body.block, lanes)
-    for body_op in op.body.block.ops if by_op else ():  # each op for every element, then the next op
-        for lanes in every:
-            lower_op(L, body_op, lanes)
-
-
-BY_OP_GROUPS = 4
-"""The fewest lane groups per thread for which a body with exponentials is lowered op by op."""
-
-
-def by_op_order(op: tile.ParallelOp) -> bool:
-    """Whether the body of `op` may be lowered op by op (each op for all of the thread's elements,
-    then the next) instead of element by element, and has a reason to: plain f32 `math.exp2`s,
-    which then come in one run (thread-exp2-runs checks their range once for the run). The
-    iterations of a T.Parallel are independent; this order also keeps each element's own
-    accesses in order, so it is the same program when every store writes a per-thread buffer
-    (fragment or local) at exactly the loop's indices, in order, and every load of a buffer the
-    body stores reads it at those same indices: no iteration touches another's element. Bodies
-    with nested regions, other stores, atomics or calls keep the element order."""
-    from xdsl.dialects import math as mth
-
-    body = op.body.block
-    args = list(body.args)
-    stored = {}
-    has_exp = False
-    for inner in body.ops:
-        if inner.regions or isinstance(inner, tile.AtomicOp):
-            return False
-        if isinstance(inner, mth.Exp2Op) and str(inner.result.type) == "f32" and \
-                (inner.fastmath is None or not inner.fastmath.data):
-            has_exp = True
-        if isinstance(inner, tile.StoreOp):
-            buffer = inner.dest
-            typ = buffer.type
-            if not isinstance(typ, tile.BufferType) or typ.scope not in ("fragment", "local") or \
-                    list(inner.indices) != args:
-                return False
-            stored[buffer] = True
-    if not has_exp:
-        return False
-    for inner in body.ops:
-        if isinstance(inner, tile.LoadOp) and inner.source in stored and list(inner.indices) != args:
-            return False
-    return True
+        lower_block(L, op.body.block, Lanes(maps, group, layout, ivs, leader))

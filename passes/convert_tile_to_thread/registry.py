@@ -58,28 +58,23 @@ def element(*op_types: type[Operation]):
 
 def lower_block(L: Lowerer, block: Block, lanes: Lanes | None = None) -> None:
     for op in block.ops:
-        lower_op(L, op, lanes)
-
-
-def lower_op(L: Lowerer, op: Operation, lanes: Lanes | None = None) -> None:
-    """One op of a block (for `lanes`, inside T.Parallel)."""
-    if isinstance(op, tile.YieldOp | scf.YieldOp):
-        return
-    L.location = op.location
-    if type(op) in LAZY:  # registers the handlers of its family (once: the module stays imported)
-        importlib.import_module(f"{__package__}.{LAZY.pop(type(op))}")
-    handler = UNIFORM.get(type(op))
-    if handler is not None:
-        if lanes is not None:
-            raise L.error(op, f"{op.name} cannot be used inside T.Parallel",
-                          hint="move the tile operation out of the element-wise loop")
-        handler(L, op)
-        return
-    handler = ELEMENT.get(type(op))
-    if handler is not None:
-        handler(L, op, lanes)
-        return
-    if op.regions:
-        raise L.error(op, f"{op.name} is not supported by the CUDA target yet")
-    for lane in lane_maps(L, lanes):
-        L.emit(op.clone(value_mapper=lane))
+        if isinstance(op, tile.YieldOp | scf.YieldOp):
+            continue
+        L.location = op.location
+        if type(op) in LAZY:  # registers the handlers of its family (once: the module stays imported)
+            importlib.import_module(f"{__package__}.{LAZY.pop(type(op))}")
+        handler = UNIFORM.get(type(op))
+        if handler is not None:
+            if lanes is not None:
+                raise L.error(op, f"{op.name} cannot be used inside T.Parallel",
+                              hint="move the tile operation out of the element-wise loop")
+            handler(L, op)
+            continue
+        handler = ELEMENT.get(type(op))
+        if handler is not None:
+            handler(L, op, lanes)
+            continue
+        if op.regions:
+            raise L.error(op, f"{op.name} is not supported by the CUDA target yet")
+        for lane in lane_maps(L, lanes):
+            L.emit(op.clone(value_mapper=lane))

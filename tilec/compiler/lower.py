@@ -143,7 +143,6 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
 
     from tilec.dialects import context, print_ir, tile
     from tilec.passes.convert_tile_to_thread import ConvertTileToThreadPass
-    from tilec.passes.thread_exp2_runs import ThreadExp2RunsPass
     from tilec.passes.thread_shared_divisor import ThreadSharedDivisorPass
     from tilec.passes.thread_sigmoid import ThreadSigmoidPass
 
@@ -154,8 +153,6 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     module = tile_opt.clone()
     ConvertTileToThreadPass().apply(context(), module)
     ThreadSharedDivisorPass().apply(context(), module)  # one reciprocal per divisor, results unchanged
-    if (pass_configs or {}).get("tilec.exp2_runs", True):
-        ThreadExp2RunsPass().apply(context(), module)  # one range check per run of exponentials, results unchanged
     ThreadSigmoidPass().apply(context(), module)  # 1 + tanh(u) = 2·σ(2u): gelu's epilogue without cancellation
     if config.VERIFY:
         module.verify()

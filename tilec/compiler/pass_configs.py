@@ -105,10 +105,6 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),
     _honoured("tl.disable_fast_math", "TL_DISABLE_FAST_MATH", "overrides tl.enable_fast_math"),
-    _honoured("tilec.exp2_runs", "TILEC_EXP2_RUNS",
-              "thread-exp2-runs (on by default): a thread's run of f32 exponentials (a T.Parallel softmax) checks "
-              "their arguments' range once and skips ex2.approx's subnormal fix-up when none needs it; results "
-              "unchanged bit for bit; False keeps each fix-up"),
     _honoured("tilec.fp_contract", "TILEC_FP_CONTRACT",
               "f32/f16 multiplies and adds may contract into fused multiply-adds (on by default, as nvcc's "
               "--fmad=true, which TileLang's builds use); False rounds each separately (compile flag --fmad=false)"),
