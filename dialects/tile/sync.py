@@ -232,6 +232,19 @@ class MBarrierExpectTxOp(IRDLOperation):
         _require(0 < self.bytes.value.data < 1 << 20, f"{self.name}: bytes must be in (0, 2^20)")
 
 
+def _check_tma_copy(op: IRDLOperation, src: SSAValue, dst: SSAValue, load: bool) -> None:
+    """A TMA copy from `src` to `dst`, a global region and a shared tile (`load`: in that order):
+    one element type, and one shape once unit dims are dropped, with the same innermost extent."""
+    s, d = tile_type(src), tile_type(dst)
+    shared, role = (d, "destination") if load else (s, "source")
+    _require(shared.scope == "shared", f"{op.name}: the {role} must be a shared tile, got {shared}")
+    _require(s.element_type == d.element_type, f"{op.name}: TMA does not convert: {s.element_type} to {d.element_type}")
+    names = ("region", "tile") if load else ("tile", "region")
+    _require(_squeezed(s.shape) == _squeezed(d.shape) and (s.rank == 0 or d.rank == 0 or s.shape[-1] == d.shape[-1]),
+             f"{op.name}: the {names[0]} {s.shape} and the {names[1]} {d.shape} must have one shape (unit dims "
+             f"aside, the same innermost extent)")
+
+
 @irdl_op_definition
 class TmaLoadOp(IRDLOperation):
     """A global region into a shared tile by the tensor memory accelerator (`T.tma_copy`): issued by
@@ -270,14 +283,7 @@ class TmaLoadOp(IRDLOperation):
             _require(kernel is None or multicast_bands(rows, tma_chunks(self.dst), kernel.cluster_size) is not None,
                      f"{self.name}: a multicast load must divide among the cluster's blocks by chunk or by row "
                      f"bands of 8-row multiples")
-        src, dst = tile_type(self.src), tile_type(self.dst)
-        _require(dst.scope == "shared", f"{self.name}: the destination must be a shared tile, got {dst}")
-        _require(src.element_type == dst.element_type,
-                 f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
-        _require(_squeezed(src.shape) == _squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
-                                                                   src.shape[-1] == dst.shape[-1]),
-                 f"{self.name}: the region {src.shape} and the tile {dst.shape} must have one shape (unit dims "
-                 f"aside, the same innermost extent)")
+        _check_tma_copy(self, self.src, self.dst, load=True)
 
 
 @irdl_op_definition
@@ -305,14 +311,7 @@ class TmaStoreOp(IRDLOperation):
         super().__init__(operands=[src, dst])
 
     def verify_(self) -> None:
-        src, dst = tile_type(self.src), tile_type(self.dst)
-        _require(src.scope == "shared", f"{self.name}: the source must be a shared tile, got {src}")
-        _require(src.element_type == dst.element_type,
-                 f"{self.name}: TMA does not convert: {src.element_type} to {dst.element_type}")
-        _require(_squeezed(src.shape) == _squeezed(dst.shape) and (src.rank == 0 or dst.rank == 0 or
-                                                                   src.shape[-1] == dst.shape[-1]),
-                 f"{self.name}: the tile {src.shape} and the region {dst.shape} must have one shape (unit dims "
-                 f"aside, the same innermost extent)")
+        _check_tma_copy(self, self.src, self.dst, load=False)
 
 
 @irdl_op_definition

@@ -107,6 +107,15 @@ class Waiting:
         self.cluster_barrier = None  # a cluster's: simt_cluster._ClusterBarrier
 
 
+def _first_marked(masks: dict, where: np.ndarray) -> int | None:
+    """The first of the shared bytes `where` that any role's mask marks (None: none)."""
+    for mask in list(masks.values()):
+        hit = mask[where]
+        if hit.any():
+            return int(where[np.flatnonzero(hit)[0]])
+    return None
+
+
 def _shared_field(name: str) -> property:
     return property(lambda self: getattr(self.waiting, name), lambda self, v: setattr(self.waiting, name, v))
 
@@ -167,13 +176,11 @@ class Hopper:
 
     def check_async_read(self, op, where: np.ndarray) -> None:
         """A TMA store of bytes `where`: no role may have written them through the generic proxy unfenced."""
-        for mask in list(self.unfenced_writes.values()):
-            hit = mask[where]
-            if hit.any():
-                byte = int(where[np.flatnonzero(hit)[0]])
-                raise error_at(op, f"TMA store of shared byte {byte}, which a role wrote through the generic proxy "
-                                   "(st.shared / stmatrix) with no fence.proxy.async.shared::cta between the write "
-                                   "and the store: the store may read the old bytes on the GPU (simulated)")
+        byte = _first_marked(self.unfenced_writes, where)
+        if byte is not None:
+            raise error_at(op, f"TMA store of shared byte {byte}, which a role wrote through the generic proxy "
+                               "(st.shared / stmatrix) with no fence.proxy.async.shared::cta between the write "
+                               "and the store: the store may read the old bytes on the GPU (simulated)")
 
     def bulk_wait(self, pending: int) -> None:
         """`cp.async.bulk.wait_group pending`: the calling thread's oldest bulk groups, all but
@@ -196,14 +203,12 @@ class Hopper:
 
     def check_async_write(self, op, where: np.ndarray) -> None:
         """A TMA load into bytes `where`: no role may have read them through the generic proxy unfenced."""
-        for mask in list(self.unfenced.values()):
-            hit = mask[where]
-            if hit.any():
-                byte = int(where[np.flatnonzero(hit)[0]])
-                raise error_at(op, f"TMA load over shared byte {byte}, which a role read through the generic "
-                                   "proxy (ld.shared / ldmatrix) with no fence.proxy.async.shared::cta between "
-                                   "those reads and the release of the buffer: a write-after-read race across "
-                                   "proxies on the GPU (simulated)")
+        byte = _first_marked(self.unfenced, where)
+        if byte is not None:
+            raise error_at(op, f"TMA load over shared byte {byte}, which a role read through the generic "
+                               "proxy (ld.shared / ldmatrix) with no fence.proxy.async.shared::cta between "
+                               "those reads and the release of the buffer: a write-after-read race across "
+                               "proxies on the GPU (simulated)")
 
     def changed(self) -> None:
         """An arrival or a landed copy: every waiter must look again (call with `cv` held)."""
