@@ -45,6 +45,7 @@ from xdsl.traits import IsTerminator
 
 from .consumer_groups import give_each_group
 from .target_facts import shared_limit
+from .tma_regions import tma_region_refusal
 
 __all__ = ["TileStageEpiloguePass"]
 
@@ -169,8 +170,6 @@ def tma_store_refusal(region, shape: tuple[int, int], cols: int, esize: int) -> 
     """Why TMA cannot store a staged tile of `shape` (in chunks of `cols` columns) into `region`
     (None: it can): a region TMA can address (`tma_region_refusal`), rows of whole 128-byte
     boxes, at most 256 rows (a box's extent)."""
-    from .tile_warp_specialize import tma_region_refusal
-
     if shape[0] > 256:
         return f"{shape[0]} rows (a TMA box has at most 256)"
     if (cols * esize) % 128:

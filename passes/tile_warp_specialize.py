@@ -67,6 +67,7 @@ from .loop_stages import (INDEX, Builder, StagedCopy, clone_slice, fitting_stage
 from .softmax_overlap import NOT_APPLIED as NOT_OVERLAP
 from .softmax_overlap import overlap_softmax, unfit
 from .target_facts import shared_limit
+from .tma_regions import tma_region_refusal
 
 __all__ = ["TileWarpSpecializePass", "arrive_per_warp", "operand_rings", "tma_box"]
 
@@ -122,32 +123,6 @@ def tma_box(alloc: tile.AllocOp) -> tuple[int, int] | None:
 def _static_tma_source(copy: tile.CopyOp) -> str | None:
     """Why TMA cannot read this copy's source (None: it can): see `tma_region_refusal`."""
     return tma_region_refusal(copy.src, copy.dst.type.shape)
-
-
-def tma_region_refusal(region: SSAValue, tile_shape) -> str | None:
-    """Why TMA cannot copy between a shared tile of `tile_shape` and the global `region` (None: it
-    can): a region of a tensor of rank 2 to 5 that is the 2-D tile once unit dims are dropped, its
-    innermost dim the tile's columns, the tensor's strides (all dims but the outermost static)
-    multiples of 16 bytes."""
-    if tile.built_from_pointer(region):
-        return "a tensor at a run-time address (T.make_tensor), which no host TMA descriptor describes"
-    src = region.type
-    root = region
-    while isinstance(root.owner, tile.RegionOp):
-        root = root.owner.source
-    shape = root.type.shape
-    if not 2 <= len(shape) <= 5 or src.rank != len(shape) or len(tile_shape) != 2 or \
-            tuple(n for n in src.shape if n != 1) != tuple(n for n in tile_shape if n != 1) or \
-            src.shape[-1] != tile_shape[-1]:
-        return "a region that is not the tile's rows and columns in a tensor of 2 to 5 dims"
-    if tile.DYNAMIC in shape[1:]:
-        return "a run-time row stride"
-    stride = 1
-    for n in reversed(shape[1:]):
-        stride *= n
-        if stride * _element_bytes(src.element_type) % 16:
-            return f"a stride of {stride * _element_bytes(src.element_type)} bytes (TMA needs multiples of 16)"
-    return None
 
 
 @dataclass

@@ -1,0 +1,39 @@
+"""Which global regions TMA can copy to and from a shared tile, decided from the IR alone (the
+launch checks the rest: base alignment, the run-time sizes). Read by tile-warp-specialize (its
+loads) and tile-stage-epilogue (its stores)."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from tilec.dialects import tile
+
+__all__ = ["tma_region_refusal"]
+
+_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
+
+
+def tma_region_refusal(region: SSAValue, tile_shape) -> str | None:
+    """Why TMA cannot copy between a shared tile of `tile_shape` and the global `region` (None: it
+    can): a region of a tensor of rank 2 to 5 that is the 2-D tile once unit dims are dropped, its
+    innermost dim the tile's columns, the tensor's strides (all dims but the outermost static)
+    multiples of 16 bytes."""
+    if tile.built_from_pointer(region):
+        return "a tensor at a run-time address (T.make_tensor), which no host TMA descriptor describes"
+    src = region.type
+    root = region
+    while isinstance(root.owner, tile.RegionOp):
+        root = root.owner.source
+    shape = root.type.shape
+    if not 2 <= len(shape) <= 5 or src.rank != len(shape) or len(tile_shape) != 2 or \
+            tuple(n for n in src.shape if n != 1) != tuple(n for n in tile_shape if n != 1) or \
+            src.shape[-1] != tile_shape[-1]:
+        return "a region that is not the tile's rows and columns in a tensor of 2 to 5 dims"
+    if tile.DYNAMIC in shape[1:]:
+        return "a run-time row stride"
+    stride = 1
+    for n in reversed(shape[1:]):
+        stride *= n
+        if stride * _BYTES.get(str(src.element_type), 0) % 16:
+            return f"a stride of {stride * _BYTES.get(str(src.element_type), 0)} bytes (TMA needs multiples of 16)"
+    return None
