@@ -111,11 +111,53 @@ def _encode_with_driver(args: dict) -> bytes:
     return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
 
 
+class _LibcudaEncoder:
+    """cuTensorMapEncodeTiled called through ctypes on libcuda itself. cuda-bindings builds a
+    Python object per argument (~170 us a map on the H200's host, run s9f); a kernel that stores
+    by TMA into a tensor allocated per call (`out_idx`) encodes a map at every launch, so that
+    cost made a 60 us gemm host-bound. Here the argument arrays of a geometry are built once."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        fn = lib.cuTensorMapEncodeTiled
+        fn.restype = ctypes.c_int
+        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
+                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        self._fn = fn
+        self._arrays: dict[tuple, tuple] = {}
+        self._out = ctypes.create_string_buffer(MAP_BYTES + 64)  # a CUtensorMap is 64-byte aligned
+        self._at = (ctypes.addressof(self._out) + 63) & ~63
+
+    def __call__(self, args: dict) -> bytes:
+        key = (tuple(args["dims"]), tuple(args["strides"]), tuple(args["box"]), tuple(args["element_strides"]))
+        arrays = self._arrays.get(key)
+        if arrays is None:
+            if len(self._arrays) > 1024:
+                self._arrays.clear()
+            arrays = self._arrays[key] = ((ctypes.c_uint64 * len(key[0]))(*key[0]),
+                                          (ctypes.c_uint64 * max(len(key[1]), 1))(*key[1]),
+                                          (ctypes.c_uint32 * len(key[2]))(*key[2]),
+                                          (ctypes.c_uint32 * len(key[3]))(*key[3]))
+        err = self._fn(self._at, args["dtype"], args["rank"], args["address"], *arrays, args["interleave"],
+                       args["swizzle"], args["l2_promotion"], args["oob_fill"])
+        if err:
+            raise TilecError(f"cuTensorMapEncodeTiled({args}): CUresult {err}")
+        return ctypes.string_at(self._at, MAP_BYTES)
+
+
+def default_encoder():
+    """The libcuda encoder where libcuda loads (a GPU machine), else cuda-bindings'."""
+    try:
+        return _LibcudaEncoder(ctypes.CDLL("libcuda.so.1"))
+    except (OSError, AttributeError):
+        return _encode_with_driver
+
+
 class TensorMapCache:
     """Maps by (spec, address, shape, strides): one driver call per tensor geometry."""
 
-    def __init__(self, encoder=_encode_with_driver):
-        self._encoder = encoder
+    def __init__(self, encoder=None):
+        self._encoder = encoder if encoder is not None else default_encoder()
         self._maps: dict[tuple, bytes] = {}
 
     def get(self, spec: TensorMapSpec, address: int, shape, strides) -> bytes:

@@ -46,3 +46,23 @@ def test_one_driver_call_per_geometry():
     cache.get(spec, 0x2000, (256, 256), (256, 1))  # another tensor: a new map
     cache.get(spec, 0x1000, (256, 512), (512, 1))  # the same address, another shape: a new map
     assert len(calls) == 3
+
+
+@pytest.mark.gpu
+def test_the_libcuda_encoder_writes_the_maps_cuda_bindings_writes():
+    """The ctypes call on libcuda (the default where it loads) and cuda-bindings' agree byte for byte."""
+    import ctypes
+
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from tilec.targets.cuda.tensor_map import _encode_with_driver, _LibcudaEncoder
+
+    fast = _LibcudaEncoder(ctypes.CDLL("libcuda.so.1"))
+    x = torch.empty(4, 1000, 3, 128, device="cuda", dtype=torch.float16)
+    for spec, shape, strides in [(TensorMapSpec(0, "f16", (1, 128, 1, 64), 128), x.shape, x.stride()),
+                                 (TensorMapSpec(0, "f16", (64, 64), 128), (4000, 384), (384, 1)),
+                                 (TensorMapSpec(0, "f32", (128, 32), 0), (1000, 384), (384, 1))]:
+        args = encode_arguments(spec, x.data_ptr(), shape, strides)
+        assert fast(args) == _encode_with_driver(args)
+        assert fast(args) == fast(args)  # the cached arrays of a geometry, reused
