@@ -717,11 +717,14 @@ class TileWarpSpecializePass(ModulePass):
             if plan is None:
                 continue
             candidate = gemms > 1  # attention's two gemms (plan.loop is the one top-level loop)
+            # T.Pipelined(stage=...) of the two gemms, where given, decides (the frontend's STAGES_ASKED)
+            asked = plan.loop.attributes.get(tile.STAGES_ASKED)
+            overlap = self.softmax_overlap if asked is None else asked.data == "rotated"
             # a loop the rotation would not fit keeps one ring (rings alone measured slower: D=64 attention,
             # 192x128 tiles on three warpgroups, 2492 vs 2364 us on the H200, run s7d)
-            unfitting = self.softmax_overlap and candidate and unfit(plan.loop, kernel.num_threads,
-                                                                     consumer_registers(kernel.num_threads))
-            if self.operand_rings or (self.softmax_overlap and not unfitting):
+            unfitting = overlap and candidate and unfit(plan.loop, kernel.num_threads,
+                                                        consumer_registers(kernel.num_threads))
+            if self.operand_rings or (overlap and not unfitting):
                 plan.rings = operand_rings(plan.loop, plan.copies)
                 if plan.rings is None and candidate:
                     plan.loop.attributes[NOT_RINGS] = StringAttr(
@@ -729,7 +732,9 @@ class TileWarpSpecializePass(ModulePass):
             # a tile loaded once per block (attention's Q) is reloaded per tile for one consumer group only
             persistent = wanted and (groups == 1 or not plan.preloads) and persistent_fits(kernel, plan.loop, counted)
             warp_specialize(kernel, plan, persistent, groups if persistent else 1)
-            if self.softmax_overlap and candidate:
+            if asked is not None and asked.data == "as_written" and candidate:
+                plan.loop.attributes[NOT_OVERLAP] = StringAttr("T.Pipelined(stage=...) keeps the two gemms in one stage")
+            if overlap and candidate:
                 if unfitting and not plan.rings:
                     plan.loop.attributes[NOT_OVERLAP] = StringAttr(unfitting)
                 elif not plan.rings:

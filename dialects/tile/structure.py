@@ -320,6 +320,12 @@ class ParallelOp(IRDLOperation):
         return op
 
 
+STAGES_ASKED = "tilec.stages_asked"
+"""A `tile.for` attribute: what a T.Pipelined loop's `stage=` asks of its two gemms (attention's
+Q K^T and P V): "rotated" (P V a stage after Q K^T: FA3's overlap, which tile-warp-specialize then
+applies whatever `tilec.softmax_overlap` says) or "as_written" (one stage: the loop keeps its order)."""
+
+
 @irdl_op_definition
 class ForOp(IRDLOperation):
     """A sequential loop `lb <= k < ub` by `step`; `kind` says how to run it.

@@ -11,6 +11,7 @@ import inspect
 import tilec.language as T
 from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
+from xdsl.dialects.builtin import StringAttr
 
 from ..values import Scalar
 from .operands import describe_, require_kernel, static_int
@@ -40,7 +41,7 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
     if kind == "Parallel":
         _emit_parallel(v, node, args, kwargs)
         return
-    opts = {}
+    opts, asked = {}, None
     if kind == "Pipelined":
         bound = inspect.signature(T.Pipelined.__wrapped__).bind(*args, **kwargs)
         bound.apply_defaults()
@@ -51,7 +52,7 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
             opts["order"] = list(a["order"])
         if a["stage"] is not None:
             opts["stage"] = list(a["stage"])
-        _schedule_hints(v, {name: a[name] for name in ("order", "stage", "group", "sync")})
+        asked = _schedule_hints(v, node, {name: a[name] for name in ("order", "stage", "group", "sync")})
         kind = "pipelined"
     else:
         kwargs.pop("explicit", None)
@@ -71,22 +72,55 @@ def emit_loop(v, node, kind: str, args: list, kwargs: dict) -> None:
                         hint="loop up to the largest bound and guard the body with an `if` on the element's own "
                              "bound")
     op = v.b.emit(tile.ForOp(*bounds, kind, **opts))
+    if kind == "pipelined" and asked is not None:
+        op.attributes[tile.STAGES_ASKED] = StringAttr(asked)
     with v.runtime_region(op.body.block):
         v.bind_loop_var(name, Scalar(op.induction_var))
         v.visit_body(node.body)
     v.b.verify(op)
 
 
-def _schedule_hints(v, given: dict) -> None:
-    """TileLang's hand schedule of a T.Pipelined body (which statement runs in which stage and
-    order): accepted, and reported by name, since tilec derives the schedule itself (the producer
-    warp's TMA ring, and for attention FA3's overlap of one block's softmax with the P V of the
-    block before: `tilec.softmax_overlap`)."""
-    named = [name for name, value in given.items() if value is not None]
+def _gemm_statements(node) -> list[int]:
+    """The indices of the loop body's top-level statements that hold a `T.gemm` call."""
+    def has_gemm(stmt) -> bool:
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "gemm"
+                   for n in ast.walk(stmt))
+
+    return [i for i, stmt in enumerate(node.body) if has_gemm(stmt)]
+
+
+def _schedule_hints(v, node, given: dict) -> str | None:
+    """TileLang's hand schedule of a T.Pipelined body: `stage` (with `group`, the statements of each
+    stage entry; without it, one entry per top-level statement) is honoured where it speaks of
+    attention's two gemms: P V a stage after Q K^T asks for the rotated loop (returned as "rotated"),
+    both in one stage for the loop as written ("as_written"). `order` and `sync`, and `stage` of
+    any other body, are reported by name: tilec orders a stage's statements itself, and stages its
+    copies on the producer's TMA ring (or cp.async stages) num_stages deep."""
+    stage, group = given.get("stage"), given.get("group")
+    asked, honoured = None, set()
+    if stage is not None:
+        stages = [static_int(v, x, "a T.Pipelined stage") for x in stage]
+        groups = [list(g) for g in group] if group is not None else [[i] for i in range(len(stages))]
+        if len(groups) != len(stages):
+            raise v.b.error(f"T.Pipelined has {len(stages)} stage= entries for {len(groups)} group= entries",
+                            hint="give one stage per group (or per top-level statement of the body)")
+        of = {int(i): stages[g] for g, members in enumerate(groups) for i in members}
+        gemms = _gemm_statements(node)
+        if len(gemms) == 2 and all(i in of for i in gemms):
+            first, second = of[gemms[0]], of[gemms[1]]
+            if second == first + 1:
+                asked = "rotated"
+            elif second == first:
+                asked = "as_written"
+        if asked is not None:
+            honoured = {"stage", "group"}
+    named = [name for name, value in given.items() if value is not None and name not in honoured]
     if named:
         report(f"T.Pipelined({', '.join(n + '=' for n in named)}) is not applied as written: tilec schedules "
                "the loop itself (its copies on a TMA ring of num_stages stages filled by a producer warp "
-               "on sm_90a, cp.async stages elsewhere)", v.b.loc)
+               "on sm_90a, cp.async stages elsewhere; stage= is honoured where it places attention's P V "
+               "gemm one stage after Q K^T, or both in one stage)", v.b.loc)
+    return asked
 
 
 def _parallel_hints(v, prefer_async, annotations) -> None:
