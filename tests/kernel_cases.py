@@ -519,9 +519,11 @@ WGMMA_CASES += [
 ]
 
 
-def attention(batch, heads, seq_len, dim, causal, block_M, block_N, stages, threads, dtype="float16"):
+def attention(batch, heads, seq_len, dim, causal, block_M, block_N, stages, threads, dtype="float16", stage=None,
+              group=None):
     """FlashAttention forward as shared/kernels/flash_attention.py writes it (online softmax,
-    exp2 with the scale folded in, [batch, seq, heads, dim]), the keys past the end masked too."""
+    exp2 with the scale folded in, [batch, seq, heads, dim]), the keys past the end masked too;
+    `stage` / `group`: a hand schedule of its loop (TileLang's T.Pipelined arguments)."""
     scale = (1.0 / dim) ** 0.5 * 1.44269504
     shape = [batch, seq_len, heads, dim]
     accum = T.float32
@@ -548,7 +550,7 @@ def attention(batch, heads, seq_len, dim, causal, block_M, block_N, stages, thre
             n_blocks = T.ceildiv(seq_len, block_N)
             if causal:
                 n_blocks = T.min(n_blocks, T.ceildiv((bx + 1) * block_M, block_N))
-            for k in T.Pipelined(n_blocks, num_stages=stages):
+            for k in T.Pipelined(n_blocks, num_stages=stages, stage=stage, group=group):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_s)
                 if causal:
                     for i, j in T.Parallel(block_M, block_N):
