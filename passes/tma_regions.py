@@ -10,8 +10,6 @@ from tilec.dialects import tile
 
 __all__ = ["tma_region_refusal"]
 
-_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i8": 1, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1}
-
 
 def tma_region_refusal(region: SSAValue, tile_shape) -> str | None:
     """Why TMA cannot copy between a shared tile of `tile_shape` and the global `region` (None: it
@@ -31,9 +29,9 @@ def tma_region_refusal(region: SSAValue, tile_shape) -> str | None:
         return "a region that is not the tile's rows and columns in a tensor of 2 to 5 dims"
     if tile.DYNAMIC in shape[1:]:
         return "a run-time row stride"
-    stride = 1
+    esize, stride = tile.element_bytes(src.element_type), 1
     for n in reversed(shape[1:]):
         stride *= n
-        if stride * _BYTES.get(str(src.element_type), 0) % 16:
-            return f"a stride of {stride * _BYTES.get(str(src.element_type), 0)} bytes (TMA needs multiples of 16)"
+        if stride * esize % 16:
+            return f"a stride of {stride * esize} bytes (TMA needs multiples of 16)"
     return None

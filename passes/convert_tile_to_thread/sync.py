@@ -147,14 +147,10 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     rows, cols = dst.shape
     width = dst.chunk or cols
     chunks = cols // width
-    dtype = str(dst.element_type)
-    row_dim = _row_dim(op.src.type.shape, rows)
     blocks = L.kernel.cluster_size if op.multicast is not None else 1
     bands = tile.multicast_bands(rows, chunks, blocks)  # (the verifier checked that it divides)
     height = rows // bands
-    box = [1] * len(src.offsets)
-    box[row_dim], box[-1] = height, width
-    tmap = tensor_map(L, _root_tensor(L, op.src), dtype, tuple(box), dst.swizzle)
+    tmap, row_dim = _tma_map(L, op.src, dst, height)
     bar = _barrier_ptr(L, op.barrier, op.index)
     plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
     mask = L.const((1 << blocks) - 1, i16) if blocks > 1 else None
@@ -176,9 +172,26 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
                 L.emit(scf.YieldOp())
 
 
-def _tma_box(L: Lowerer, plain: View, start, origin: list, tmap, bar, mask) -> None:
+def _tma_map(L: Lowerer, region: SSAValue, tile_view: View, height: int) -> tuple[SSAValue, int]:
+    """The tensor map of a TMA copy between the global `region` and a shared tile (its view):
+    boxes of `height` rows and one chunk's columns over the region's tensor dims; and the dim the
+    rows run along."""
+    rows, cols = tile_view.shape
+    row_dim = _row_dim(region.type.shape, rows)
+    box = [1] * len(L.views[region].offsets)
+    box[row_dim], box[-1] = height, tile_view.chunk or cols
+    return tensor_map(L, _root_tensor(L, region), str(tile_view.element_type), tuple(box), tile_view.swizzle), row_dim
+
+
+def _box_at(L: Lowerer, plain: View, start, origin: list) -> tuple[SSAValue, list[SSAValue]]:
+    """The shared address of a box starting at element `start` of an unswizzled tile view, and the
+    box's tensor coordinates (`origin`, outermost first) as TMA takes them: i32, innermost first."""
     ptr = shared_ptr(L, dataclasses.replace(plain, base=start), [0, 0])
-    coords = [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
+    return ptr, [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
+
+
+def _tma_box(L: Lowerer, plain: View, start, origin: list, tmap, bar, mask) -> None:
+    ptr, coords = _box_at(L, plain, start, origin)
     L.emit(nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp.create(
         operands=[ptr, tmap, *coords, bar, *([mask] if mask is not None else [])],
         properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(coords), 1,
@@ -194,19 +207,15 @@ def _tma_store(L: Lowerer, op: tile.TmaStoreOp) -> None:
     src, dst = L.views[op.src], L.views[op.dst]
     rows, cols = src.shape
     width = src.chunk or cols
-    row_dim = _row_dim(op.dst.type.shape, rows)
-    box = [1] * len(dst.offsets)
-    box[row_dim], box[-1] = rows, width
-    tmap = tensor_map(L, _root_tensor(L, op.dst), str(src.element_type), tuple(box), src.swizzle)
+    tmap, _ = _tma_map(L, op.dst, src, rows)
     fence_writes(L)
     barrier(L)
     plain = dataclasses.replace(src, swizzle=0, chunk=0)  # TMA unswizzles the bytes itself
     with _thread_zero(L):
         for j in range(cols // width):  # chunk j: all rows of columns [j*w, (j+1)*w)
-            ptr = shared_ptr(L, dataclasses.replace(plain, base=L.add(plain.base, j * rows * width)), [0, 0])
             origin = list(dst.offsets)
             origin[-1] = L.add(origin[-1], j * width)
-            coords = [L.emit(arith.IndexCastOp(L.ssa(o), i32)).results[0] for o in reversed(origin)]
+            ptr, coords = _box_at(L, plain, L.add(plain.base, j * rows * width), origin)
             L.emit(nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp.create(operands=[tmap, ptr, *coords]))
         L.emit(nvvm.CpAsyncBulkCommitGroupOp())
 
