@@ -57,29 +57,32 @@ def _check(op, mem: Memory, idx, active, width: int = 1):
                            f"{size} elements (simulated)")
 
 
-def _generic_read(st: State, mem: Memory, idx, width: int, active=None) -> None:
-    """Tell the Hopper model which shared bytes the active lanes read (`simt_hopper.note_generic_read`)."""
+def _shared_bytes(st: State, mem: Memory, idx, width: int, active=None) -> np.ndarray | None:
+    """The shared bytes the active lanes touch with accesses of `width` elements at `idx` (None
+    unless `mem` is shared memory under the Hopper model)."""
     if mem.what != "shared" or "__hopper__" not in st.env:
-        return
+        return None
     active = st.mask if active is None else active
     n = _lanes(st)
     idx = np.broadcast_to(np.asarray(idx, np.int64), (n,))
     if active is not None:
         idx = idx[np.broadcast_to(np.asarray(active), (n,))]
     size = mem.array.dtype.itemsize
-    note_generic_read(st, mem, (idx[:, None] * size + np.arange(width * size)).reshape(-1))
+    return (idx[:, None] * size + np.arange(width * size)).reshape(-1)
+
+
+def _generic_read(st: State, mem: Memory, idx, width: int, active=None) -> None:
+    """Tell the Hopper model which shared bytes the active lanes read (`simt_hopper.note_generic_read`)."""
+    where = _shared_bytes(st, mem, idx, width, active)
+    if where is not None:
+        note_generic_read(st, mem, where)
 
 
 def _generic_write(st: State, mem: Memory, idx, width: int, op) -> None:
     """Tell the Hopper model which shared bytes the active lanes write (`simt_hopper.note_generic_write`)."""
-    if mem.what != "shared" or "__hopper__" not in st.env:
-        return
-    n = _lanes(st)
-    idx = np.broadcast_to(np.asarray(idx, np.int64), (n,))
-    if st.mask is not None:
-        idx = idx[np.broadcast_to(np.asarray(st.mask), (n,))]
-    size = mem.array.dtype.itemsize
-    note_generic_write(st, mem, (idx[:, None] * size + np.arange(width * size)).reshape(-1), op)
+    where = _shared_bytes(st, mem, idx, width)
+    if where is not None:
+        note_generic_write(st, mem, where, op)
 
 
 def _load(op, c):

@@ -351,6 +351,18 @@ def _try_wait(op, c):
     return run
 
 
+def _box_bytes(op, h: Hopper, start: int, nbytes: int, swizzle: int, what: str) -> np.ndarray:
+    """The shared bytes of a TMA box of `nbytes` at byte `start` (its `what`: source or destination),
+    in the order of the box's elements: 128-byte aligned, swizzled, inside shared memory."""
+    if start % 128:
+        raise error_at(op, f"TMA {what} at shared byte {start} is not 128-byte aligned (simulated)")
+    where = swizzle_bytes(start + np.arange(nbytes, dtype=np.int64), swizzle)
+    if where.max() >= h.shared.size:
+        raise error_at(op, f"TMA box of {nbytes} bytes at shared byte {start} overruns the "
+                           f"{h.shared.size} bytes of shared memory (simulated)")
+    return where
+
+
 def _tma_load(op, c):
     def run(st):
         h = hopper_of(st)
@@ -374,13 +386,7 @@ def _tma_load(op, c):
                 flat, inside = tmap.box_offsets([int(cc[lane]) for cc in coords])
                 values = np.where(inside, tmap.array[np.where(inside, flat, 0)], 0).astype(tmap.array.dtype)
                 data = np.ascontiguousarray(values).view(np.uint8)
-                start = int(dst[lane])
-                if start % 128:
-                    raise error_at(op, f"TMA destination at shared byte {start} is not 128-byte aligned (simulated)")
-                where = swizzle_bytes(start + np.arange(data.size, dtype=np.int64), tmap.swizzle)
-                if where.max() >= h.shared.size:
-                    raise error_at(op, f"TMA box of {data.size} bytes at shared byte {start} overruns the "
-                                       f"{h.shared.size} bytes of shared memory (simulated)")
+                where = _box_bytes(op, h, int(dst[lane]), data.size, tmap.swizzle, "destination")
                 for t in targets:
                     t.check_async_write(op, where)
                     bar = t.barrier(op, int(bar_addr[lane]))
@@ -407,14 +413,7 @@ def _tma_store(op, c):
         issued = h.bulk_open.setdefault(threading.get_ident(), [])
         for lane in np.flatnonzero(_active(st, n)):
             flat, inside = tmap.box_offsets([int(cc[lane]) for cc in coords])
-            nbytes = flat.size * tmap.array.dtype.itemsize
-            start = int(src[lane])
-            if start % 128:
-                raise error_at(op, f"TMA source at shared byte {start} is not 128-byte aligned (simulated)")
-            where = swizzle_bytes(start + np.arange(nbytes, dtype=np.int64), tmap.swizzle)
-            if where.max() >= h.shared.size:
-                raise error_at(op, f"TMA box of {nbytes} bytes at shared byte {start} overruns the "
-                                   f"{h.shared.size} bytes of shared memory (simulated)")
+            where = _box_bytes(op, h, int(src[lane]), flat.size * tmap.array.dtype.itemsize, tmap.swizzle, "source")
             h.check_async_read(op, where)
             h.bulk_reading[where] += 1
             issued.append((tmap, flat, inside, where, op))
