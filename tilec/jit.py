@@ -18,7 +18,7 @@ import inspect
 
 from tilec import compiler
 from tilec.compiler.kernel_program import KernelProgram
-from tilec.compiler.pass_configs import check_pass_configs, compile_flag_configs
+from tilec.compiler.pass_configs import check_pass_configs
 from tilec.errors import SourceLoc, TilecError
 from tilec.language.program import PrimFunc, Symbol
 from tilec.source import eager_tensor_params, is_eager, parse_function
@@ -161,7 +161,7 @@ def compile(func, out_idx=None, target="auto", execution_backend="auto", verbose
     from tilec.frontend import build_prim_func
 
     loc = _def_loc(func.fn)
-    configs = check_pass_configs({**compile_flag_configs(compile_flags, loc), **dict(pass_configs or {})}, loc)
+    configs = check_pass_configs(pass_configs, loc, compile_flags)
     resolved = resolve_target(target, loc=loc)
     with paused_gc():
         return JITKernel(build_prim_func(func, out_idx), resolved, configs, execution_backend=execution_backend)
@@ -203,8 +203,8 @@ class JITFunction:
         self.out_idx = out_idx
         self._loc = _def_loc(fn)  # the kernel's def, for located errors (read once)
         self.target = target
-        # nvcc's flags, as the pass configs they ask for (explicit pass_configs win)
-        self.pass_configs = {**compile_flag_configs(compile_flags, self._loc), **dict(pass_configs or {})}
+        self._compile_flags = compile_flags  # nvcc's: under every pass_configs set (explicit keys win)
+        self.pass_configs = pass_configs
         self.verbose = verbose
         self._eager = is_eager(fn)
         self._tensor_params = eager_tensor_params(fn) if self._eager else []
@@ -229,7 +229,7 @@ class JITFunction:
 
     @pass_configs.setter
     def pass_configs(self, configs) -> None:
-        self._pass_configs = check_pass_configs(configs, self._loc)
+        self._pass_configs = check_pass_configs(configs, self._loc, self._compile_flags)
         self._forget_kernels()
 
     @property

@@ -70,3 +70,14 @@ def test_jit_honours_compile_flags():
         return _axpy(n)
 
     assert axpy.pass_configs == {"tilec.fp_contract": False}
+
+
+def test_jit_keeps_its_compile_flags_under_new_pass_configs():
+    @tilec.jit(out_idx=[2], target="sm_90a", compile_flags=["--fmad=false"])
+    def axpy(n: int = 256):
+        return _axpy(n)
+
+    axpy.pass_configs = {"tl.enable_fast_math": True}
+    assert axpy.pass_configs == {"tilec.fp_contract": False, "tl.enable_fast_math": True}
+    axpy.pass_configs = {"tilec.fp_contract": True}  # an explicit key wins over the flag
+    assert axpy.pass_configs == {"tilec.fp_contract": True}

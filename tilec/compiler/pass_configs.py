@@ -223,9 +223,11 @@ def report(msg: str, loc: SourceLoc | None) -> None:
 _REGISTRY: dict = {}  # `warnings` shows each warning once per kernel definition
 
 
-def check_pass_configs(pass_configs, loc: SourceLoc | None) -> dict:
-    """`pass_configs` with its keys as strings, after checking each against the table (see above)."""
-    configs = {getattr(k, "value", k): v for k, v in dict(pass_configs or {}).items()}
+def check_pass_configs(pass_configs, loc: SourceLoc | None, compile_flags=None) -> dict:
+    """`pass_configs` with its keys as strings, after checking each against the table (see above),
+    over the configs that `compile_flags` ask for (`compile_flag_configs`; explicit keys win)."""
+    configs = {**compile_flag_configs(compile_flags, loc),
+               **{getattr(k, "value", k): v for k, v in dict(pass_configs or {}).items()}}
     for name, value in configs.items():
         key = KEYS.get(name)
         if key is None:
