@@ -81,3 +81,19 @@ def test_jit_keeps_its_compile_flags_under_new_pass_configs():
     assert axpy.pass_configs == {"tilec.fp_contract": False, "tl.enable_fast_math": True}
     axpy.pass_configs = {"tilec.fp_contract": True}  # an explicit key wins over the flag
     assert axpy.pass_configs == {"tilec.fp_contract": True}
+
+
+def test_a_bad_compile_flag_is_located_at_the_kernel():
+    prim = _axpy()
+    with pytest.raises(TilecError, match="compile_flags holds 3, not a string") as e:
+        tilec.compile(prim, out_idx=[2], target="sm_90a", compile_flags=["-O3", 3])
+    line = next(i for i, text in enumerate(open(__file__), 1) if "def main(X: T.Tensor((n,), T.float32)" in text)
+    assert f"test_compile_flags.py:{line}" in str(e.value)
+
+
+def test_an_ignored_compile_flag_is_reported_at_the_kernel():
+    with pytest.warns(TilecWarning, match="compile flag '-maxrregcount=64' is not applicable") as caught:
+        tilec.compile(_axpy(), out_idx=[2], target="sm_90a", compile_flags=["-maxrregcount=64"])
+    line = next(i for i, text in enumerate(open(__file__), 1) if "def main(X: T.Tensor((n,), T.float32)" in text)
+    hit = next(w for w in caught if issubclass(w.category, TilecWarning))
+    assert hit.filename == __file__ and hit.lineno == line
