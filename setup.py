@@ -67,7 +67,7 @@ setup(
     package_dir=PACKAGE_DIR,
     install_requires=["xdsl==0.75.0", "numpy", "llvmlite>=0.45", "ml_dtypes"],
     extras_require={
-        "test": ["pytest", "pytest-xdist", "hypothesis", "filecheck", "torch"]
+        "test": ["pytest", "pytest-xdist", "hypothesis", "filecheck", "torch", "einops"]
     },
     entry_points={"console_scripts": ["tilec=tilec.cli:main"]},
     zip_safe=False,
