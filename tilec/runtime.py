@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilec.compiler.cuda_backend import SLOW
 from tilec.compiler.launch import SCALAR_SIZE_PREFIX
 from tilec.errors import TilecError
 from tilec.language.program import Symbol
@@ -199,9 +200,16 @@ def output_shape(param, sizes: dict, loc) -> tuple[int, ...]:
 
 
 def launch(kernel, args: list):
-    given, missing, sizes = bind_arguments(kernel, args)
+    backend = kernel._backend
     if kernel.target.kind not in ("interp", "sim"):
-        return kernel._backend.launch(kernel, given, missing, sizes)
+        call = getattr(backend, "call", None)  # a GPU backend's call specialized to its kernel
+        if call is not None:
+            outs = call(args)
+            if outs is not SLOW:
+                return outs
+        given, missing, sizes = bind_arguments(kernel, args)
+        return backend.launch(kernel, given, missing, sizes)
+    given, missing, sizes = bind_arguments(kernel, args)
     check_host_data(kernel, given)
     params = kernel.params
     like = next((t for t in given.values() if _is_torch(t)), None)
@@ -213,7 +221,7 @@ def launch(kernel, args: list):
     from tilec.targets.interp.pointers import registered
 
     with registered(arrays):  # the memory the addresses of a pointer table (T.make_tensor) may name
-        kernel._backend.run(arrays, sizes)
+        backend.run(arrays, sizes)
     for i, t in given.items():  # torch tensors written by the kernel get the new values
         if params[i].shape is not None and _is_torch(t) and (t.device.type != "cpu" or not np.shares_memory(arrays[i], _to_numpy(t, params[i].dtype))):
             t.copy_(_from_numpy(arrays[i], t))

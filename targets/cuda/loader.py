@@ -14,9 +14,8 @@ Two loaders share one interface:
   is ordered through the legacy stream with two `wait_stream`s (see `_PycudaKernel.launch`).
   Inside CUDA-graph capture that bridge is illegal: use `TILEC_LOADER=cuda-bindings`.
 - **cuda-bindings** (`from cuda.bindings import driver`): `cuModuleLoadData`,
-  `cuModuleGetFunction`, `cuLaunchKernel` with `kernelParams` given as
-  `((values...), (ctypes types...))` (cuda-bindings' documented convention), launched on
-  torch's stream handle directly.
+  `cuModuleGetFunction`, `cuLaunchKernel` with `kernelParams` given as the address of an
+  array of pointers into the packed arguments, launched on torch's stream handle directly.
 
 Choose with `load(..., loader=...)`, the `execution_backend` argument of `tilec.jit`, or
 `TILEC_LOADER=pycuda|cuda-bindings`. Driver failures become `TilecError`s naming the CUDA
@@ -24,8 +23,9 @@ error (`CUDA_ERROR_INVALID_VALUE`, ...).
 
 Kernel arguments are `Ptr` (a device pointer, packed as a u64), Python ints (packed as
 int64, the type of every dynamic size in tilec's launch ABI) and numpy scalars (packed as
-their own type). `pack_args` (pycuda's parameter buffer, identical to pycuda's
-`_build_arg_buf`) and `ctypes_params` (cuda-bindings' tuple form) are pure functions.
+their own type); a tensor map (`TensorMapArg`) is 128 bytes by value. `ParamLayout` lays out
+the parameter buffer of one argument signature once (C rules, or the driver's offsets);
+`pack_args` (pycuda's parameter buffer, identical to pycuda's `_build_arg_buf`) is pure.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 from tilec import config
 from tilec.errors import TilecError
 
-__all__ = ["LOADERS", "LoadedKernel", "Ptr", "available_loaders", "ctypes_params", "load", "pack_args",
+__all__ = ["LOADERS", "LoadedKernel", "ParamLayout", "Ptr", "available_loaders", "load", "pack_args",
            "resolve_loader"]
 
 LOADERS = ("pycuda", "cuda-bindings")
@@ -96,63 +96,64 @@ def arg_format(args: Sequence) -> str:
     return "".join(_arg_format(i, a) for i, a in enumerate(args))
 
 
+_STANDARD = {1: "b", 2: "h", 4: "i", 8: "q"}  # a native integer char of n bytes, in struct's standard mode
+
+
+def _standard_char(ch: str) -> str:
+    """The `struct` character of standard size ("=" mode) that packs like native `ch`."""
+    if ch == "P":
+        return "Q"
+    if ch in "hHiIlLqQnN":
+        std = _STANDARD[struct.calcsize(ch)]
+        return std.upper() if ch.isupper() else std
+    return ch  # b B ? e f d and "128s" are the same in both modes
+
+
+class ParamLayout:
+    """The parameter buffer of one argument signature: each argument's (offset, size) and one
+    `struct.Struct` that packs them all, built once per signature so a launch is a single pack.
+
+    Without `offsets`, C struct rules (native alignment; a tensor map on 64 bytes), as pycuda's
+    `_build_arg_buf` lays out a buffer. With them, the (offset, size) the driver gives for each
+    parameter (cuFuncGetParamInfo): a by-value parameter's alignment is relative to where the
+    driver puts the parameter space, so a tensor map does not land where C rules place it.
+    """
+
+    def __init__(self, args: Sequence, offsets: Sequence[tuple[int, int]] | None = None):
+        chars = [_arg_format(i, a) for i, a in enumerate(args)]
+        if offsets is None:
+            offsets, end = [], 0
+            for ch in chars:
+                size = struct.calcsize(ch)
+                align = 64 if ch == "128s" else size
+                end = -(-end // align) * align
+                offsets.append((end, size))
+                end += size
+        elif len(offsets) != len(args):
+            raise TilecError(f"the kernel takes {len(offsets)} parameters, {len(args)} were given")
+        fmt, at = ["="], 0
+        for i, (ch, (offset, size)) in enumerate(zip(chars, offsets)):
+            if struct.calcsize(ch) != size:
+                raise TilecError(f"kernel argument {i}: {struct.calcsize(ch)} bytes for a parameter of {size}")
+            if offset < at:
+                raise TilecError(f"kernel argument {i}: offset {offset} overlaps the argument before it")
+            fmt.append(f"{offset - at}x{_standard_char(ch)}" if offset > at else _standard_char(ch))
+            at = offset + size
+        end = max((o + n for o, n in offsets), default=0)
+        self.struct = struct.Struct("".join(fmt) + (f"{end - at}x" if end > at else ""))
+        self.offsets = [o for o, _ in offsets]
+
+    def pack(self, args: Sequence) -> bytes:
+        return self.struct.pack(*args)
+
+
 def pack_args(args: Sequence) -> bytes:
     """The kernel parameter buffer: C struct layout (native alignment), as pycuda builds it.
 
     Equivalent to `pycuda.driver._build_arg_buf` for Ptr (a `DeviceAllocation`-like "P"),
     numpy scalars and int64 (`np.int64(x)`): `_pvt_struct.pack` is `struct.pack` in native mode.
-    Tensor maps are not packed here: their offsets come from the driver (`place_args`).
     """
-    values = [int(a) if isinstance(a, Ptr) else a for a in args]
-    return struct.pack(arg_format(args), *values)
-
-
-_CTYPES = {"P": ctypes.c_void_p, "q": ctypes.c_int64, "l": ctypes.c_long, "i": ctypes.c_int32,
-           "h": ctypes.c_int16, "b": ctypes.c_int8, "Q": ctypes.c_uint64, "L": ctypes.c_ulong,
-           "I": ctypes.c_uint32, "H": ctypes.c_uint16, "B": ctypes.c_uint8, "f": ctypes.c_float,
-           "d": ctypes.c_double, "?": ctypes.c_bool}
-
-
-def ctypes_params(args: Sequence) -> tuple[tuple, tuple]:
-    """cuda-bindings' `kernelParams` form: `((value, ...), (ctypes type, ...))`."""
-    values, types = [], []
-    for i, a in enumerate(args):
-        ch = _arg_format(i, a)
-        if ch not in _CTYPES:
-            raise TypeError(f"kernel argument {i}: numpy type {a.dtype} is not supported by the launcher")
-        values.append(int(a) if ch == "P" else a.item() if isinstance(a, np.number) else a)
-        types.append(_CTYPES[ch])
-    return tuple(values), tuple(types)
-
-
-def pointer_array(args: Sequence) -> tuple[int, list]:
-    """`kernelParams` as the driver takes it, built by hand: the address of an array of pointers to
-    each argument's bytes (the form cuda-bindings accepts as an int, needed for by-value tensor
-    maps), and the ctypes objects that must stay alive until the launch returns."""
-    keep: list = []
-    for i, a in enumerate(args):
-        if isinstance(a, TensorMapArg):
-            keep.append((ctypes.c_ubyte * len(a)).from_buffer_copy(a))
-            continue
-        ch = _arg_format(i, a)
-        value = int(a) if ch == "P" else a.item() if isinstance(a, np.number) else a
-        keep.append(_CTYPES[ch](value))
-    array = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(k) for k in keep])
-    keep.append(array)
-    return ctypes.addressof(array), keep
-
-
-def place_args(args: Sequence, offsets: list[tuple[int, int]]) -> bytes:
-    """The parameter buffer with argument i at `offsets[i]` = (byte offset, size)."""
-    if len(offsets) != len(args):
-        raise TilecError(f"the kernel takes {len(offsets)} parameters, {len(args)} were given")
-    buf = bytearray(max((o + n for o, n in offsets), default=0))
-    for i, (a, (offset, size)) in enumerate(zip(args, offsets)):
-        data = bytes(a) if isinstance(a, TensorMapArg) else pack_args([a])
-        if len(data) != size:
-            raise TilecError(f"kernel argument {i}: {len(data)} bytes for a parameter of {size}")
-        buf[offset:offset + size] = data
-    return bytes(buf)
+    return ParamLayout(args).pack(args)
 
 
 def param_offsets(image: bytes, name: str, device: int) -> list[tuple[int, int]]:
@@ -249,6 +250,8 @@ class LoadedKernel:
         raise NotImplementedError
 
     def _dims(self, grid, block) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        if type(grid) is tuple and type(block) is tuple and len(grid) == len(block) == 3:
+            return grid, block  # the backend's own (ints, evaluated once per binding)
         g = tuple(int(x) for x in grid) + (1,) * (3 - len(grid))
         b = tuple(int(x) for x in block) + (1,) * (3 - len(block))
         return g, b
@@ -355,7 +358,7 @@ class _PycudaKernel(LoadedKernel):
 
         self._drv = drv
         self._kinds: tuple = ()
-        self._fmt = ""
+        self._layout: ParamLayout | None = None
         self._image = image
         self._offsets: list[tuple[int, int]] | None = None
         self._ctx = _pycuda_context(device)
@@ -373,12 +376,14 @@ class _PycudaKernel(LoadedKernel):
         drv = self._drv
         grid, block = self._dims(grid, block)
         kinds = tuple(map(type, args))
-        if kinds != self._kinds:  # a kernel's argument types never change: build the format once
-            self._kinds, self._fmt = kinds, arg_format(args)
-        if TensorMapArg in kinds:
-            buf = self._placed_args(args)
-        else:
-            buf = struct.pack(self._fmt, *[int(a) if isinstance(a, Ptr) else a for a in args])
+        if kinds != self._kinds:  # a kernel's argument types never change: lay the buffer out once
+            offsets = None
+            if TensorMapArg in kinds:
+                if self._offsets is None:
+                    self._offsets = param_offsets(self._image, self.name, self.device)
+                offsets = self._offsets
+            self._kinds, self._layout = kinds, ParamLayout(args, offsets)
+        buf = self._layout.pack(args)
         self._ctx.push()
         try:
             if smem_bytes > self._smem_opt_in:
@@ -392,14 +397,6 @@ class _PycudaKernel(LoadedKernel):
             raise _pycuda_error(f"launching {self.name} grid={grid} block={block} smem={smem_bytes}", e) from None
         finally:
             drv.Context.pop()
-
-    def _placed_args(self, args) -> bytes:
-        """The parameter buffer at the offsets the driver gives (cuFuncGetParamInfo): a by-value
-        parameter's alignment is relative to where the driver puts the parameter space, so a
-        tensor map does not land where C struct rules would place it."""
-        if self._offsets is None:
-            self._offsets = param_offsets(self._image, self.name, self.device)
-        return place_args(args, self._offsets)
 
     def _launch_bridged(self, grid, block, buf, smem) -> None:
         """Launch on the legacy stream, ordered after and before torch's current stream.
@@ -458,6 +455,8 @@ class _BindingsKernel(LoadedKernel):
         from cuda.bindings import driver
 
         self._driver = driver
+        self._kinds: tuple = ()
+        self._layout: ParamLayout | None = None
         self._ctx = _bindings_context(device)
         self._push()
         try:
@@ -477,11 +476,15 @@ class _BindingsKernel(LoadedKernel):
     def launch(self, grid, block, smem_bytes, args, stream=0) -> None:
         driver = self._driver
         (gx, gy, gz), (bx, by, bz) = self._dims(grid, block)
-        keep = None
-        if any(isinstance(a, TensorMapArg) for a in args):
-            params, keep = pointer_array(args)
-        else:
-            params = ctypes_params(args)
+        kinds = tuple(map(type, args))
+        if kinds != self._kinds:
+            self._kinds, self._layout = kinds, ParamLayout(args)
+        layout = self._layout
+        # kernelParams as the driver takes it: an array of pointers into the packed arguments (the
+        # form cuda-bindings accepts as an int; by-value tensor maps need it)
+        buf = ctypes.create_string_buffer(layout.pack(args), layout.struct.size or 1)
+        base = ctypes.addressof(buf)
+        params = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in layout.offsets])
         self._push()
         try:
             if smem_bytes > self._smem_opt_in:
@@ -490,8 +493,8 @@ class _BindingsKernel(LoadedKernel):
                        f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem_bytes}) for {self.name}")
                 self._smem_opt_in = int(smem_bytes)
             _check(driver.cuLaunchKernel(self._function, gx, gy, gz, bx, by, bz, int(smem_bytes),
-                                         driver.CUstream(int(stream)), params, 0),
+                                         driver.CUstream(int(stream)), ctypes.addressof(params), 0),
                    f"launching {self.name} grid={(gx, gy, gz)} block={(bx, by, bz)} smem={smem_bytes}")
-            del keep  # the argument bytes the driver read during the call
+            del buf, params  # the argument bytes the driver read during the call
         finally:
             self._pop()

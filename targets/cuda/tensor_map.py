@@ -1,14 +1,14 @@
 """TMA tensor maps: the 128-byte descriptors `cp.async.bulk.tensor` reads, encoded on the host.
 
 A `TensorMapSpec` is what the compiler decided for one TMA copy (which kernel tensor, the
-box, the swizzle, the element type); at launch, `encode(spec, tensor)` turns it into the
-map for that tensor with `cuTensorMapEncodeTiled` (HOPPER_KERNELS.md §2.1). Maps are cached
+box, the swizzle, the element type); at launch, `TensorMaps(spec)` turns it into the
+map for a tensor with `cuTensorMapEncodeTiled` (HOPPER_KERNELS.md §2.1). Maps are cached
 per tensor geometry (address, shape, strides), so a warm launch of the same tensors makes no
 driver call.
 
     spec = TensorMapSpec(tensor=0, dtype="f16", box=(128, 64), swizzle=128)   # box: outer first
     args = encode_arguments(spec, data_ptr, shape=(M, K), strides=(K, 1))    # pure, tested on the CPU
-    blob = TensorMapCache().get(spec, tensor)                                # 128 bytes (driver)
+    blob = TensorMaps(spec).get(data_ptr, (M, K), (K, 1))                   # 128 bytes (driver)
 
 Dims are given outermost first, as the tensor's shape; the driver wants them innermost first,
 with byte strides for every dim but the innermost (which must be contiguous).
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tilec.errors import TilecError
 
-__all__ = ["TensorMapCache", "TensorMapSpec", "encode_arguments", "encoded", "tma_supported"]
+__all__ = ["TensorMapSpec", "TensorMaps", "encode_arguments", "tma_supported"]
 
 # CUtensorMapDataType, CUtensorMapSwizzle (cuda.h)
 _DTYPE = {"u8": 0, "i8": 0, "u16": 1, "i16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "f16": 6, "f32": 7,
@@ -145,41 +145,36 @@ class _LibcudaEncoder:
         return ctypes.string_at(self._at, MAP_BYTES)
 
 
+_DEFAULT_ENCODER = None
+
+
 def default_encoder():
-    """The libcuda encoder where libcuda loads (a GPU machine), else cuda-bindings'."""
-    try:
-        return _LibcudaEncoder(ctypes.CDLL("libcuda.so.1"))
-    except (OSError, AttributeError):
-        return _encode_with_driver
+    """The libcuda encoder where libcuda loads (a GPU machine), else cuda-bindings'; made once."""
+    global _DEFAULT_ENCODER
+    if _DEFAULT_ENCODER is None:
+        try:
+            _DEFAULT_ENCODER = _LibcudaEncoder(ctypes.CDLL("libcuda.so.1"))
+        except (OSError, AttributeError):
+            _DEFAULT_ENCODER = _encode_with_driver
+    return _DEFAULT_ENCODER
 
 
-class TensorMapCache:
-    """Maps by (spec, address, shape, strides): one driver call per tensor geometry."""
+class TensorMaps:
+    """The maps of one `spec` by tensor geometry (address, shape, strides): one driver call per
+    geometry. A kernel's launch keeps one per tensor-map argument (ArgKind `tensormap`)."""
 
-    def __init__(self, encoder=None):
+    LIMIT = 256  # tensors come and go (an output allocated per call): keep it bounded
+
+    def __init__(self, spec: TensorMapSpec, encoder=None):
+        self.spec = spec
         self._encoder = encoder if encoder is not None else default_encoder()
         self._maps: dict[tuple, bytes] = {}
 
-    def get(self, spec: TensorMapSpec, address: int, shape, strides) -> bytes:
-        key = (spec, address, tuple(shape), tuple(strides))
+    def get(self, address: int, shape, strides) -> bytes:
+        key = (address, tuple(shape), tuple(strides))
         blob = self._maps.get(key)
         if blob is None:
-            if len(self._maps) > 4096:  # tensors come and go: keep the cache bounded
+            if len(self._maps) >= self.LIMIT:
                 self._maps.clear()
-            blob = self._maps[key] = self._encoder(encode_arguments(spec, address, shape, strides))
+            blob = self._maps[key] = self._encoder(encode_arguments(self.spec, address, shape, strides))
         return blob
-
-
-_CACHE: TensorMapCache | None = None
-
-
-def encoded(desc: dict, address: int, shape, strides):
-    """The launch argument (`loader.TensorMapArg`) of the tensor map `desc` (a LaunchSpec
-    "tensormap" value) over a tensor at `address`; one driver call per tensor geometry."""
-    global _CACHE
-    from tilec.targets.cuda.loader import TensorMapArg
-
-    if _CACHE is None:
-        _CACHE = TensorMapCache()
-    spec = TensorMapSpec(desc["tensor"], desc["dtype"], tuple(desc["box"]), desc["swizzle"])
-    return TensorMapArg(_CACHE.get(spec, address, shape, strides))

@@ -141,8 +141,8 @@ def test_a_new_argument_kind_is_one_registered_class(monkeypatch):
             return isinstance(value, tuple) and isinstance(value[0], str) and launch.is_int(value[1])
 
         @staticmethod
-        def gpu_value(value, tensors, sizes, backend):
-            return sizes[value[0]] * value[1]
+        def gpu_packer(value, backend):
+            return lambda tensors, sizes: sizes[value[0]] * value[1]
 
         @staticmethod
         def host_value(value, arrays, sizes):

@@ -1,6 +1,5 @@
 """targets/cuda/loader.py on the CPU: argument packing and loader choice (no driver needed)."""
 
-import ctypes
 import struct
 
 import numpy as np
@@ -35,14 +34,44 @@ def test_pack_matches_pycuda_build_arg_buf_format():
 
 def test_empty_argument_list():
     assert rt.pack_args([]) == b""
-    assert rt.ctypes_params([]) == ((), ())
+    assert rt.ParamLayout([]).offsets == []
 
 
-def test_ctypes_params_for_cuda_bindings():
-    values, types = rt.ctypes_params([Ptr(0x1000), 17, np.float32(0.5), np.int32(-1)])
-    assert values == (0x1000, 17, 0.5, -1)
-    assert types == (ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_int32)
-    assert type(values[0]) is int  # not the Ptr subclass: cuda-bindings checks isinstance(int)
+def test_layout_offsets_follow_c_rules():
+    args = [np.int8(1), Ptr(0x1000), np.float16(0.5), 17, np.uint32(9), np.float64(2.0), True]
+    layout = rt.ParamLayout(args)
+    assert layout.offsets == [0, 8, 16, 24, 32, 40, 48]
+    native = struct.pack("bPeqId?", 1, 0x1000, 0.5, 17, 9, 2.0, True)
+    assert layout.pack(args) == native and layout.struct.size == len(native)
+
+
+def test_tensor_map_is_64_byte_aligned_by_c_rules():
+    blob = rt.TensorMapArg(bytes(range(128)))
+    args = [Ptr(0xAB), blob, np.int32(-2)]
+    layout = rt.ParamLayout(args)
+    assert layout.offsets == [0, 64, 192]
+    buf = layout.pack(args)
+    assert len(buf) == 196 and buf[64:192] == bytes(blob) and buf[8:64] == bytes(56)
+    assert struct.unpack_from("<Q", buf, 0) == (0xAB,) and struct.unpack_from("<i", buf, 192) == (-2,)
+
+
+def test_layout_at_the_drivers_offsets():
+    blob = rt.TensorMapArg(b"\x11" * 128)
+    args = [blob, Ptr(0x20), 5]
+    layout = rt.ParamLayout(args, [(0, 128), (128, 8), (136, 8)])
+    buf = layout.pack(args)
+    assert buf == b"\x11" * 128 + struct.pack("<Qq", 0x20, 5)
+    padded = rt.ParamLayout([Ptr(1), blob], [(0, 8), (64, 128)])  # the driver may leave a gap
+    assert padded.pack([Ptr(1), blob]) == struct.pack("<Q", 1) + bytes(56) + b"\x11" * 128
+
+
+def test_layout_mismatching_the_driver_is_an_error():
+    with pytest.raises(TilecError, match="takes 2 parameters, 1 were given"):
+        rt.ParamLayout([Ptr(1)], [(0, 8), (8, 8)])
+    with pytest.raises(TilecError, match="kernel argument 0: 4 bytes for a parameter of 8"):
+        rt.ParamLayout([np.int32(1)], [(0, 8)])
+    with pytest.raises(TilecError, match="kernel argument 1: offset 4 overlaps"):
+        rt.ParamLayout([Ptr(1), Ptr(2)], [(0, 8), (4, 8)])
 
 
 @pytest.mark.parametrize("bad", [1.5, "x", None, object()])

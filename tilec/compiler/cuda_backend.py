@@ -3,6 +3,8 @@
     launch(kernel, given, missing, sizes): check tensors, allocate outputs, evaluate the grid,
     load the module on first use (targets/cuda/loader.py), pack the arguments through the
     launch ABI's argument kinds (launch.py), launch on torch's current stream.
+    call(kernel, args): the same for a kernel whose parameters are all tensors of fixed shapes,
+    specialized once (`StaticCall`); SLOW where the call is not the one it expects.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ class CudaBackend(CudaBuild):
         self.execution_backend = execution_backend
         self._kernels: dict[int, object] = {}  # the loaded kernel per device
         self._grids: dict[tuple, tuple] = {}  # launch grid per binding of the dynamic sizes
-        self._packers: list | None = None  # (ArgKind.gpu_value, value) per kernel argument
-        self.state: dict = {}  # per-kernel launch state an argument kind keeps (e.g. encoded descriptors)
+        self._packers: list | None = None  # ArgKind.gpu_packer's function per kernel argument
+        self._static: StaticCall | None | object = SLOW  # the fast call (None: none applies; SLOW: not built)
         super().__init__(program, target, pass_configs, build_key=build_key)
 
     def launch_description(self) -> str:
@@ -88,12 +90,22 @@ class CudaBackend(CudaBuild):
                                  hint=f"pass `{p.name}.contiguous()`")
         return device
 
-    def kernel_args(self, tensors: dict, sizes: dict) -> list:
-        """The launch arguments, in the spec's order, each packed by its kind."""
-        packers = self._packers
-        if packers is None:
-            packers = self._packers = [(ARG_KINDS[kind].gpu_value, value) for kind, value in self.spec.args]
-        return [pack(value, tensors, sizes, self) for pack, value in packers]
+    def packers(self) -> list:
+        """Per kernel argument, in the spec's order, the function packing it (ArgKind.gpu_packer)."""
+        if self._packers is None:
+            self._packers = [ARG_KINDS[kind].gpu_packer(value, self) for kind, value in self.spec.args]
+        return self._packers
+
+    def kernel_args(self, tensors, sizes: dict) -> list:
+        """The launch arguments of the call's `tensors` (indexed by parameter position)."""
+        return [pack(tensors, sizes) for pack in self.packers()]
+
+    def call(self, args: list):
+        """The kernel's outputs, or SLOW where the fast call does not apply (the general path checks)."""
+        fast = self._static
+        if fast is SLOW:
+            fast = self._static = StaticCall.build(self)
+        return SLOW if fast is None else fast(args)
 
     def launch(self, kernel, given: dict, missing: list, sizes: dict):
         import torch
@@ -118,4 +130,85 @@ class CudaBackend(CudaBuild):
             stream = _current_stream(torch, device)
             loaded.launch(grid, self.spec.block, self.spec.smem_bytes, args, stream)
         outs = [tensors[i] for i in getattr(kernel, "out_idx", self.program.returns)]
+        return None if not outs else outs[0] if len(outs) == 1 else outs
+
+
+SLOW = object()  # what `call` returns for a call it leaves to the general path
+
+
+class StaticCall:
+    """The call of a kernel whose parameters are all tensors of fixed shapes, with every check,
+    the outputs' allocation and the arguments' packing specialized once: a warm call reads each
+    input's dtype, shape, device and address, allocates the outputs and launches.
+
+    Any call it does not expect (another count, shape, dtype or device, a tensor not contiguous or
+    not on the GPU, a numpy array) returns SLOW, and the general path (runtime.bind_arguments,
+    CudaBackend.launch) checks it and says what is wrong; both launch the same bytes.
+    """
+
+    def __init__(self, backend: CudaBackend, torch):
+        params = backend.program.params
+        self.backend, self.torch, self.n_params = backend, torch, len(params)
+        self.inputs = [i for i, p in enumerate(params) if not p.is_output]
+        self.expect = [(params[i].dtype.torch, tuple(params[i].shape)) for i in self.inputs]
+        self.outputs = [(i, tuple(p.shape), p.dtype.torch) for i, p in enumerate(params) if p.is_output]
+        self.returns = list(backend.program.returns)  # a JITKernel's out_idx
+        self.packers = backend.packers()
+        self.devices: dict[int, tuple] = {}  # device index -> (torch.device, grid, loaded kernel)
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.stream = raw if raw is not None else lambda index: torch.cuda.current_stream(index).cuda_stream
+
+    @classmethod
+    def build(cls, backend: CudaBackend) -> StaticCall | None:
+        """The fast call of the backend's kernel, or None where its parameters or grid vary with the call."""
+        params = backend.program.params
+        if not params or all(p.is_output for p in params):
+            return None  # no input tensor names the device
+        for p in params:
+            if p.shape is None or not all(type(d) is int for d in p.shape):
+                return None  # a scalar, or a dimension bound per call
+            try:
+                p.dtype.torch
+            except TypeError:
+                return None  # no torch dtype: the general path says so
+        if any(kind not in ("tensor", "tensormap") for kind, _ in backend.spec.args):
+            return None
+        if not all(backend.spec.grid.tiles({})):
+            return None  # an empty grid: the general path returns the outputs unlaunched
+        import torch
+
+        return cls(backend, torch)
+
+    def _device(self, index: int) -> tuple:
+        backend, torch = self.backend, self.torch
+        device = torch.device("cuda", index)
+        processors = torch.cuda.get_device_properties(device).multi_processor_count \
+            if backend.spec.grid.persistent else None
+        grid = tuple(int(g) for g in backend.spec.grid.evaluate({}, processors))
+        where = self.devices[index] = (device, grid, backend._loaded(index))
+        return where
+
+    def __call__(self, args: list):
+        if len(args) != len(self.inputs):
+            return SLOW
+        tensor, index = self.torch.Tensor, None
+        for t, (dtype, shape) in zip(args, self.expect):
+            if not (isinstance(t, tensor) and t.is_cuda and t.dtype is dtype and t.shape == shape
+                    and t.is_contiguous()):
+                return SLOW
+            if index is None:
+                index = t.get_device()
+            elif t.get_device() != index:
+                return SLOW
+        device, grid, loaded = self.devices.get(index) or self._device(index)
+        tensors = [None] * self.n_params
+        for i, t in zip(self.inputs, args):
+            tensors[i] = t
+        empty = self.torch.empty
+        for i, shape, dtype in self.outputs:
+            tensors[i] = empty(shape, dtype=dtype, device=device)
+        spec, sizes = self.backend.spec, {}
+        values = [pack(tensors, sizes) for pack in self.packers]
+        loaded.launch(grid, spec.block, spec.smem_bytes, values, self.stream(index))
+        outs = [tensors[i] for i in self.returns]
         return None if not outs else outs[0] if len(outs) == 1 else outs

@@ -7,7 +7,7 @@ build is launched from these alone.
 **The argument list** is `LaunchSpec.args`, one `(kind, value)` pair per kernel parameter, in
 order. Each kind is one `ArgKind` subclass registered with `@arg_kind`, and every consumer
 dispatches through `ARG_KINDS`: the cache's check of a stored spec (`valid`), the GPU launch
-(`gpu_value`), the thread-level simulator (`host_value`), `get_host_source` (`describe`), the
+(`gpu_packer`, built once per kernel), the thread-level simulator (`host_value`), `get_host_source` (`describe`), the
 deployment manifest (`manifest`) and the JSON form (`to_json` / `from_json`). A new kind
 is one more registered class here, plus the lowering that puts it into `args`.
 
@@ -146,9 +146,11 @@ class ArgKind:
         raise NotImplementedError
 
     @staticmethod
-    def gpu_value(value, tensors: dict, sizes: dict, backend):
-        """The launch argument for a GPU launch (`backend`: the CudaBackend launching, for its
-        program in messages and any per-kernel state, such as encoded descriptors)."""
+    def gpu_packer(value, backend):
+        """A function `(tensors, sizes) -> the launch argument` for GPU launches, built once per
+        kernel (`backend`: the CudaBackend launching, for its program in messages); `tensors`
+        indexes the call's tensors by parameter position. What it keeps (e.g. encoded
+        descriptors) lives as long as the kernel."""
         raise NotImplementedError
 
     @staticmethod
@@ -199,10 +201,10 @@ class TensorArg(ArgKind):
         return is_int(value) and value < n_params
 
     @staticmethod
-    def gpu_value(value, tensors: dict, sizes: dict, backend):
+    def gpu_packer(value, backend):
         from tilec.targets.cuda.loader import Ptr
 
-        return Ptr(tensors[value].data_ptr())
+        return lambda tensors, sizes: Ptr(tensors[value].data_ptr())
 
     @staticmethod
     def host_value(value, arrays: list, sizes: dict):
@@ -227,11 +229,15 @@ class SizeArg(ArgKind):
         return isinstance(value, str)
 
     @staticmethod
-    def gpu_value(value, tensors: dict, sizes: dict, backend):
-        if value not in sizes:
-            program = backend.program
-            raise TilecError(f"{program.name}: the size {value} is not bound by any input tensor", loc=program.loc)
-        return int(sizes[value])
+    def gpu_packer(value, backend):
+        def pack(tensors, sizes):
+            if value not in sizes:
+                program = backend.program
+                raise TilecError(f"{program.name}: the size {value} is not bound by any input tensor",
+                                 loc=program.loc)
+            return int(sizes[value])
+
+        return pack
 
     @staticmethod
     def host_value(value, arrays: list, sizes: dict):
@@ -256,10 +262,11 @@ class ScalarArg(ArgKind):
         return is_int(value) and value < n_params
 
     @staticmethod
-    def gpu_value(value, tensors: dict, sizes: dict, backend):
+    def gpu_packer(value, backend):
         import numpy as np
 
-        return np.dtype(backend.program.params[value].dtype.numpy).type(tensors[value])
+        scalar = np.dtype(backend.program.params[value].dtype.numpy).type
+        return lambda tensors, sizes: scalar(tensors[value])
 
     @staticmethod
     def host_value(value, arrays: list, sizes: dict):
@@ -289,11 +296,18 @@ class TensorMapArg(ArgKind):
                 and value["swizzle"] in (0, 32, 64, 128))
 
     @staticmethod
-    def gpu_value(value, tensors: dict, sizes: dict, backend):
-        from tilec.targets.cuda.tensor_map import encoded
+    def gpu_packer(value, backend):
+        from tilec.targets.cuda.loader import TensorMapArg
+        from tilec.targets.cuda.tensor_map import TensorMaps, TensorMapSpec
 
-        t = tensors[value["tensor"]]
-        return encoded(value, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+        maps = TensorMaps(TensorMapSpec(value["tensor"], value["dtype"], tuple(value["box"]), value["swizzle"]))
+        index = value["tensor"]
+
+        def pack(tensors, sizes):
+            t = tensors[index]
+            return TensorMapArg(maps.get(t.data_ptr(), t.shape, t.stride()))
+
+        return pack
 
     @staticmethod
     def host_value(value, arrays: list, sizes: dict):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tilec import TilecError
-from tilec.targets.cuda.tensor_map import TensorMapCache, TensorMapSpec, encode_arguments, tma_supported
+from tilec.targets.cuda.tensor_map import TensorMaps, TensorMapSpec, encode_arguments, tma_supported
 
 
 def test_arguments_are_innermost_first_with_byte_strides():
@@ -39,13 +39,22 @@ def test_misaligned_tensor_is_a_located_error():
 
 def test_one_driver_call_per_geometry():
     calls = []
-    cache = TensorMapCache(encoder=lambda args: calls.append(args) or bytes(128))
     spec = TensorMapSpec(tensor=0, dtype="f16", box=(64, 64), swizzle=128)
+    maps = TensorMaps(spec, encoder=lambda args: calls.append(args) or bytes(128))
     for _ in range(3):
-        assert cache.get(spec, 0x1000, (256, 256), (256, 1)) == bytes(128)
-    cache.get(spec, 0x2000, (256, 256), (256, 1))  # another tensor: a new map
-    cache.get(spec, 0x1000, (256, 512), (512, 1))  # the same address, another shape: a new map
+        assert maps.get(0x1000, (256, 256), (256, 1)) == bytes(128)
+    maps.get(0x2000, (256, 256), (256, 1))  # another tensor: a new map
+    maps.get(0x1000, (256, 512), (512, 1))  # the same address, another shape: a new map
     assert len(calls) == 3
+    assert calls[1]["address"] == 0x2000 and calls[2]["dims"] == [512, 256]
+
+
+def test_the_maps_stay_bounded():
+    calls = []
+    maps = TensorMaps(TensorMapSpec(0, "f16", (64, 64), 128), encoder=lambda args: calls.append(args) or bytes(128))
+    for i in range(TensorMaps.LIMIT + 10):
+        maps.get(0x1000 * (i + 1), (256, 256), (256, 1))
+    assert len(maps._maps) <= TensorMaps.LIMIT and len(calls) == TensorMaps.LIMIT + 10
 
 
 @pytest.mark.gpu
