@@ -9,6 +9,12 @@ every call (issue 8: within 10 % of the compiled call). With `--profile`, the ea
 (`--loader=cuda-bindings` for that loader, pycuda by default) is profiled and the top functions
 are printed.
 
+On a GPU it also times the reference gemm_bias_gelu (4096x4096x1024, the bench's gelu shape:
+TMA tensor maps, the output allocated per call by `out_idx`): the host time of a call (200 calls
+without waiting for the device), the device time per call (CUDA events over the same calls) and
+the wall time per call back to back, per loader. A call is host-bound where its host time exceeds
+its device time (issue 9: 79 us of host time for a 60 us kernel before the fixed-shape call).
+
     python bench/launch_overhead.py            # on a GPU
     python bench/launch_overhead.py --cpu      # the same rows on the interpreter (no GPU needed)
 """
@@ -57,6 +63,46 @@ def tilec_rows(a, b, *, target="auto", loaders=("pycuda", "cuda-bindings")) -> l
     return rows
 
 
+def gemm_rows(calls: int = 200) -> None:
+    """Host, device and back-to-back wall time per call of the reference gemm_bias_gelu, per loader."""
+    from kernels_dir import reference_kernels
+
+    sys.path.insert(0, reference_kernels())
+    sys.modules.pop("_common", None)
+    from gemm_bias_gelu import gemm_bias_gelu  # shared/kernels/gemm_bias_gelu.py
+
+    sys.path.pop(0)
+    sys.modules.pop("_common", None)
+    from _common import print_table
+
+    M, N_, K = 4096, 4096, 1024
+    a, b = torch.randn(M, K, device="cuda").half(), torch.randn(K, N_, device="cuda").half()
+    bias = torch.randn(N_, device="cuda").half()
+    rows = [("cuBLAS a @ b", lambda: a @ b)]
+    for loader in ("pycuda", "cuda-bindings"):
+        k = tilec.jit(gemm_bias_gelu.fn, out_idx=[-1], execution_backend=loader)(M, N_, K, 128, 256, 64, 4, 256)
+        ref = torch.nn.functional.gelu(a.float() @ b.float() + bias.float(), approximate="tanh")
+        assert (k(a, b, bias).float() - ref).abs().max().item() < 0.05 * ref.abs().max().item(), "wrong result"
+        rows.append((f"tilec gemm_bias_gelu ({loader})", lambda k=k: k(a, b, bias)))
+    out = []
+    for name, call in rows:
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        for _ in range(calls):
+            call()
+        host = 1e6 * (time.perf_counter() - t0) / calls
+        end.record()
+        torch.cuda.synchronize()
+        wall = 1e6 * (time.perf_counter() - t0) / calls
+        out.append([name, f"{host:.1f}", f"{1e3 * start.elapsed_time(end) / calls:.1f}", f"{wall:.1f}"])
+    print(f"gemm_bias_gelu {M}x{N_}x{K} float16, {calls} calls back to back (us per call)")
+    print_table(["impl", "host", "device (events)", "wall"], out)
+
+
 def main(argv: list[str]) -> int:
     from _common import print_table
 
@@ -74,6 +120,8 @@ def main(argv: list[str]) -> int:
         timed = [[name, per_call_us(call, sync=torch.cuda.synchronize)] for name, call in rows]
         print(f"host time per call, {N}-element float16 add, {CALLS} calls back to back")
     print_table(["impl", "us per call"], [[n, f"{us:.1f}"] for n, us in timed])
+    if not cpu:
+        gemm_rows()
     if "--profile" in argv:
         loader = next((a.split("=", 1)[1] for a in argv if a.startswith("--loader=")), "pycuda")
         eager = tilec.jit(add.fn, target="interp" if cpu else "auto", execution_backend="auto" if cpu else loader)

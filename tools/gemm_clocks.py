@@ -1,0 +1,97 @@
+"""Clock, power and work per clock of GEMMs under sustained load (H200; needs nvidia-smi).
+
+The H200 runs every large GEMM at its 700 W cap (run s6a), so time alone mixes two things: the
+clock the card holds at that power and the work done per clock. Each kernel here runs back to
+back for SECONDS while nvidia-smi samples the SM clock and the power every 50 ms; the table gives
+the time per call, the median clock and power of the samples, and FLOP per clock per SM.
+
+    python tools/gemm_clocks.py                              # 8192^3, float16 and bfloat16
+    GEMM_CLOCKS_SHAPE=4096x4096x4096 GEMM_CLOCKS_SECONDS=3 GEMM_CLOCKS_TILES=128x256x64x4x256 \\
+        GEMM_CLOCKS_SCHEDULES=persistent,plain python tools/gemm_clocks.py
+
+Rows: cuBLAS (`a @ b`), tilec's reference gemm (`shared/kernels/gemm.py`, each tile and schedule given),
+and Triton's tutorial matmul at its best configuration of bench/bench_gemm.py when triton imports.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
+import bench_gemm  # noqa: E402 - the reference gemm, the tuned Triton and the table printer, as the bench has them
+
+import tilec  # noqa: E402
+import tilec.language as T  # noqa: E402
+
+SHAPE = tuple(int(x) for x in os.environ.get("GEMM_CLOCKS_SHAPE", "8192x8192x8192").split("x"))
+SECONDS = float(os.environ.get("GEMM_CLOCKS_SECONDS", "3"))
+TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ.get("GEMM_CLOCKS_TILES", "128x256x64x4x256").split(",")]
+SCHEDULES = os.environ.get("GEMM_CLOCKS_SCHEDULES", "persistent,plain").split(",")
+DTYPES = os.environ.get("GEMM_CLOCKS_DTYPES", "float16,bfloat16").split(",")
+CONFIGS = {"plain": {"tilec.persistent": False, "tilec.pingpong": False},
+           "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
+           "cluster": {"tilec.persistent": False, "tilec.cluster": True},
+           "persistent-cluster": {"tilec.persistent": True, "tilec.cluster": True}}
+
+
+def sustained(call, seconds: float) -> tuple[float, float, float]:
+    """(us per call, median SM MHz, median W) of `call` run back to back for `seconds`."""
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                            "-lms", "50"], stdout=subprocess.PIPE, text=True)
+    start, calls = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        for _ in range(10):
+            call()
+        calls += 10
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    smi.terminate()
+    lines = smi.communicate()[0].split("\n")
+    samples = [tuple(float(v) for v in line.split(",")) for line in lines if line.count(",") == 1]
+    samples = samples[len(samples) // 4:]  # the first quarter: the card settling into its power state
+    return 1e6 * elapsed / calls, statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def main() -> int:
+    M, N, K = SHAPE
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = []
+    for dtype in DTYPES:
+        tdt = getattr(torch, dtype)
+        a, b = torch.randn(M, K, device="cuda", dtype=tdt), torch.randn(K, N, device="cuda", dtype=tdt)
+        ref = a.float() @ b.float()
+        impls = [("cuBLAS", lambda: a @ b)]
+        for tiles in TILES:
+            for schedule in SCHEDULES:
+                factory = tilec.jit(bench_gemm.matmul.fn, out_idx=[-1], pass_configs=CONFIGS[schedule])
+                k = factory(M, N, K, *tiles, dtype=getattr(T, dtype))
+                err = ((k(a, b).float() - ref).norm() / ref.norm()).item()
+                assert err < 1e-2, f"{tiles} {schedule}: relative error {err}"
+                impls.append((f"tilec {'x'.join(map(str, tiles))} {schedule}", lambda k=k: k(a, b)))
+        run = bench_gemm._triton_kernel()
+        if run is not None:
+            best = bench_gemm.tuned_triton(run, a, b, None, ref, [])
+            if best is not None:
+                impls.append((f"Triton {best[2]}", lambda c=best[3]: run(a, b, None, c)))
+        for name, call in impls:
+            us, mhz, watts = sustained(call, SECONDS)
+            flop_per_clk = 2 * M * N * K / (us * 1e-6) / (mhz * 1e6) / sms
+            rows.append([dtype, name, f"{us:.0f}", f"{2 * M * N * K / us / 1e6:.0f}", f"{mhz:.0f}", f"{watts:.0f}",
+                         f"{flop_per_clk:.0f}"])
+    print(f"{M}x{N}x{K}: each kernel back to back for {SECONDS:.0f} s, nvidia-smi every 50 ms (medians)")
+    bench_gemm.print_table(["dtype", "impl", "us", "TFLOP/s", "SM MHz", "W", "FLOP/clk/SM"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
