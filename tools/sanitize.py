@@ -58,13 +58,15 @@ def parse_summary(tool: str, text: str) -> dict:
     return out
 
 
-def run(tool: str, name: str, command: list[str], log_dir: str | None, timeout: int) -> dict:
+def run(tool: str, name: str, command: list[str], log_dir: str | None, timeout: int, kernels: str = "") -> dict:
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     # API errors are cuda-bindings' and torch's own probes (cuGetProcAddress of entry points the
     # driver lacks, returned as errors by design): not kernel errors
     full = [sanitizer, "--tool", tool, "--print-limit", "20", "--target-processes", "all", "--report-api-errors", "no"]
     if tool == "racecheck":
         full += ["--racecheck-report", "all"]
+    if kernels:  # e.g. "kns=main": tilec's kernels only, not the float32 references torch launches
+        full += ["--kernel-name", kernels]
     env = dict(os.environ, BENCH_ONCE="1", TILEC_DISABLE_CACHE=os.environ.get("TILEC_DISABLE_CACHE", "0"),
                PYTHONUNBUFFERED="1")
     # the bench kernels at shapes a sanitizer gets through (every tile configuration, plain and
@@ -95,12 +97,14 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", default="gpu-tests,reference,bench")
     ap.add_argument("--log-dir", default=os.environ.get("OUT") and os.path.join(os.environ["OUT"], "sanitize"))
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--kernel-name", default="", help="compute-sanitizer's filter, e.g. kns=main (the reference gemms' "
+                                                         "kernel) to leave torch's own kernels unchecked")
     args = ap.parse_args(argv)
     table = workloads()
     rows, bad = [], False
     for tool in args.tools.split(","):
         for name in args.workloads.split(","):
-            r = run(tool, name, table[name], args.log_dir, args.timeout)
+            r = run(tool, name, table[name], args.log_dir, args.timeout, args.kernel_name)
             rows.append((tool, name, r))
             bad |= r["rc"] != 0 or not r["errors"] == 0
             print(f"{tool:10s} {name:10s} {r}", flush=True)
