@@ -144,8 +144,11 @@ class CudaBuild:
             self.cubin, self._report = assemble(self.ptx, self.arch, extra_args=self._ptxas_args(),
                                                 meanwhile=collect_paused)
         except PtxasError as e:
+            folder = pass_configs.dump_dir(self.pass_configs)
+            if folder:  # the stages up to the PTX, for the inspection the hint offers
+                self.dump(folder)
             raise TilecError(f"kernel {name}: ptxas rejected the PTX:\n{e}", loc=self.program.loc,
-                             hint="TILEC_DUMP_IR=dir writes the PTX for inspection") from None
+                             hint=_ptxas_hint(str(e), self.spec, folder)) from None
         if self.pass_configs.get("tl.enable_ptxas_verbose_output"):
             print(self._report.log, file=sys.stderr)
 
@@ -230,3 +233,15 @@ class CudaBuild:
         if self.cubin is not None:
             with open(f"{base}.cubin", "wb") as f:
                 f.write(self.cubin)
+
+
+def _ptxas_hint(message: str, spec, folder: str | None) -> str:
+    """What to change after ptxas refused the PTX: for a register shortfall (C7602), the budget
+    the block's threads leave; and where the PTX is (or how to get it)."""
+    where = f"the PTX is in {folder}" if folder else "TILEC_DUMP_IR=dir writes the PTX for inspection"
+    if "C7602" in message:
+        threads = spec.block[0] * spec.block[1] * spec.block[2]
+        return (f"the block's {threads} threads leave {min(255, 65536 // threads // 8 * 8)} registers a thread "
+                f"(65536 per multiprocessor): give it fewer threads or each thread less of the tile (smaller "
+                f"block_M / block_N per warpgroup); {where}")
+    return where
