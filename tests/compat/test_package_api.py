@@ -220,3 +220,15 @@ def test_cuda_on_cpu_maps_torch_cuda_to_the_cpu():
         cuda_on_cpu.uninstall()
     assert not torch.cuda.is_available()
     assert torch.randn(2).device.type == "cpu"
+
+
+def test_torch_dtype_table_tilelangs_examples_import():
+    torch = pytest.importorskip("torch")
+    from tilec.language.dtypes import _TORCH_DTYPE_TO_STR, dtype  # `tilelang.language.dtypes` under tilec.compat
+
+    assert _TORCH_DTYPE_TO_STR[torch.float16] == "float16" and _TORCH_DTYPE_TO_STR[torch.bfloat16] == "bfloat16"
+    assert dtype(_TORCH_DTYPE_TO_STR[torch.int8]) == "int8"
+    import tilec.language.dtypes as dtypes
+
+    with pytest.raises(AttributeError, match="no attribute '_NOT_THERE'"):
+        dtypes._NOT_THERE  # noqa: B018

@@ -71,6 +71,18 @@ def is_pointer(value) -> bool:
     return isinstance(value, PointerType) or (type(value) is str and value == "handle")
 
 
+def __getattr__(name: str):
+    """`_TORCH_DTYPE_TO_STR`, TileLang's table of torch dtypes to dtype names (its examples import
+    it), built on first use so that importing the language does not import torch."""
+    if name != "_TORCH_DTYPE_TO_STR":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import torch
+
+    table = {getattr(torch, n): str(d) for n, d in BY_NAME.items() if isinstance(getattr(torch, n, None), torch.dtype)}
+    globals()[name] = table
+    return table
+
+
 __all__ = [
     "AnyDType", "bfloat16", "bool", "double", "dtype", "float", "float16", "float32", "float4_e2m1fn", "float64",
     "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "half",
