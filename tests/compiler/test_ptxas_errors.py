@@ -13,25 +13,10 @@ from tilec.compiler.cuda_build import _ptxas_hint
 from tilec.compiler.launch import GridExpr, LaunchSpec
 from tilec.errors import TilecError
 
+import kernel_cases
+from kernel_cases import gemm_tiles
+
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
-
-
-@tilec.jit(out_idx=[-1], target="sm_90a")
-def wide(M, N, K, block_M=192, block_N=256, block_K=64, threads=384):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), T.float16)
-            B_s = T.alloc_shared((block_K, block_N), T.float16)
-            C_f = T.alloc_fragment((block_M, block_N), T.float32)
-            T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
-                T.copy(A[by * block_M, ko * block_K], A_s)
-                T.copy(B[ko * block_K, bx * block_N], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-
-    return main
 
 
 def test_a_register_shortfall_names_the_threads_budget():
@@ -49,10 +34,10 @@ def test_three_warpgroups_of_64x256_accumulators_do_not_fit_and_the_ptx_is_dumpe
     monkeypatch.setattr(config, "DISABLE_CACHE", True)
     monkeypatch.setattr(config, "DUMP_IR", str(tmp_path))
     with pytest.raises(TilecError) as info:
-        wide(384, 512, 256)
+        tilec.compile(gemm_tiles(384, 512, 256, 192, 256, 64, T.float16, threads=384, stages=3), target="sm_90a")
     text = str(info.value)
     assert "ptxas rejected the PTX" in text and "C7602" in text
-    assert f"{os.path.basename(__file__)}:22:" in text  # located at the kernel's def
+    assert f"{os.path.basename(kernel_cases.__file__)}:249:" in text  # located at the kernel's def
     assert "the block's 512 threads leave 128 registers a thread" in text and f"the PTX is in {tmp_path}" in text
     ptx = [f for f in os.listdir(tmp_path) if f.endswith(".ptx")]
     assert ptx and "setmaxnreg.inc" in open(tmp_path / ptx[0]).read()

@@ -11,25 +11,13 @@ from tilec.compiler import cuda_backend
 from tilec.compiler.cuda_backend import SLOW, StaticCall
 from tilec.targets.cuda import loader, tensor_map
 
+from kernel_cases import gemm_tiles
+
 torch = pytest.importorskip("torch")
 
 
-@tilec.jit(out_idx=[-1], target="sm_90a")
-def gemm(M, N, K, block_M=64, block_N=64, block_K=32):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), T.float16)
-            B_s = T.alloc_shared((block_K, block_N), T.float16)
-            C_f = T.alloc_fragment((block_M, block_N), T.float32)
-            T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
-                T.copy(A[by * block_M, ko * block_K], A_s)
-                T.copy(B[ko * block_K, bx * block_N], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-
-    return main
+def gemm(m, n, k):
+    return tilec.compile(gemm_tiles(m, n, k, 64, 64, 32, T.float16), out_idx=[-1], target="sm_90a")
 
 
 class FakeCuda(torch.Tensor):
@@ -75,7 +63,7 @@ def kernel(monkeypatch):
     recorder = Recorder()
     backend = k._backend
     monkeypatch.setattr(backend, "_loaded", lambda index: recorder)
-    monkeypatch.setattr(backend, "_static", SLOW)  # built afresh on this recorder (the kernel is memoized)
+    monkeypatch.setattr(backend, "_static", SLOW)  # built afresh on this recorder
     monkeypatch.setattr(backend, "_grids", {(None,): tuple(int(g) for g in backend.spec.grid.evaluate({}, 132))})
     monkeypatch.setattr(cuda_backend, "_current_stream", lambda torch, device: 7)
     monkeypatch.setattr(StaticCall, "_device", lambda self, index: self.devices.setdefault(
@@ -101,7 +89,7 @@ def test_the_fast_call_launches_what_the_general_path_launches(kernel):
     assert any(kind == "tensormap" for kind, _ in k._backend.spec.args), "the kernel loads by TMA"
     a, b = inputs()
     out = k(a, b)
-    assert out.shape == (128, 192) and out.dtype == torch.float16
+    assert out.shape == (128, 192) and out.dtype == torch.float32
     assert isinstance(k._backend._static, StaticCall), "the call took the fast path"
     fast = recorder.launches.pop()
     k._backend.launch(k, {0: a, 1: b}, [2], {})  # the general path, same tensors
