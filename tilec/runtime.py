@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilec.compiler.cuda_backend import SLOW
-from tilec.compiler.launch import SCALAR_SIZE_PREFIX
+from tilec.compiler.launch import SCALAR_SIZE_PREFIX, SLOW
 from tilec.errors import TilecError
 from tilec.language.program import Symbol
 from tilec.language.structure import SizeExpr

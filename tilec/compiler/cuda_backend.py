@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from tilec.compiler.cuda_build import CudaBuild
-from tilec.compiler.launch import ARG_KINDS
+from tilec.compiler.launch import ARG_KINDS, SLOW
 from tilec.errors import TilecError
 
 
@@ -131,9 +131,6 @@ class CudaBackend(CudaBuild):
             loaded.launch(grid, self.spec.block, self.spec.smem_bytes, args, stream)
         outs = [tensors[i] for i in getattr(kernel, "out_idx", self.program.returns)]
         return None if not outs else outs[0] if len(outs) == 1 else outs
-
-
-SLOW = object()  # what `call` returns for a call it leaves to the general path
 
 
 class StaticCall:

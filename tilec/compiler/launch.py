@@ -124,6 +124,9 @@ class GridExpr:
         return GridExpr(data["program"], data["outputs"], data.get("persistent", False))
 
 
+SLOW = object()  # what a backend's fast call returns for a call it leaves to the general, checking path
+
+
 def is_int(value, low: int = 0) -> bool:
     """An int (not a bool) of at least `low`."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
