@@ -100,6 +100,19 @@ class CudaBackend(CudaBuild):
         """The launch arguments of the call's `tensors` (indexed by parameter position)."""
         return [pack(tensors, sizes) for pack in self.packers()]
 
+    def grid(self, device, sizes: dict) -> tuple:
+        """The launch grid on `device` for a binding of the sizes (a persistent kernel's depends on
+        the device's multiprocessors), evaluated once per binding."""
+        size_key = (device.index, *sorted(sizes.items()))
+        grid = self._grids.get(size_key)
+        if grid is None:
+            import torch
+
+            processors = torch.cuda.get_device_properties(device).multi_processor_count if self.spec.grid.persistent \
+                else None
+            grid = self._grids[size_key] = tuple(int(g) for g in self.spec.grid.evaluate(sizes, processors))
+        return grid
+
     def call(self, args: list):
         """The kernel's outputs, or SLOW where the fast call does not apply (the general path checks)."""
         fast = self._static
@@ -118,12 +131,7 @@ class CudaBackend(CudaBuild):
         for i in missing:
             tensors[i] = torch.empty(output_shape(params[i], sizes, self.program.loc), dtype=params[i].dtype.torch,
                                      device=device)
-        size_key = (device.index, *sorted(sizes.items()))
-        grid = self._grids.get(size_key)
-        if grid is None:
-            processors = torch.cuda.get_device_properties(device).multi_processor_count if self.spec.grid.persistent \
-                else None
-            grid = self._grids[size_key] = tuple(int(g) for g in self.spec.grid.evaluate(sizes, processors))
+        grid = self.grid(device, sizes)
         if all(g > 0 for g in grid):
             args = self.kernel_args(tensors, sizes)
             loaded = self._loaded(device.index)
@@ -177,12 +185,8 @@ class StaticCall:
         return cls(backend, torch)
 
     def _device(self, index: int) -> tuple:
-        backend, torch = self.backend, self.torch
-        device = torch.device("cuda", index)
-        processors = torch.cuda.get_device_properties(device).multi_processor_count \
-            if backend.spec.grid.persistent else None
-        grid = tuple(int(g) for g in backend.spec.grid.evaluate({}, processors))
-        where = self.devices[index] = (device, grid, backend._loaded(index))
+        device = self.torch.device("cuda", index)
+        where = self.devices[index] = (device, self.backend.grid(device, {}), self.backend._loaded(index))
         return where
 
     def __call__(self, args: list):
