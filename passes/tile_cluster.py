@@ -12,9 +12,12 @@ Establishes: blocks whose grid indices differ only along one dimension `d` form 
   instead of once per block. Since either block's producer then writes into the other's stage,
   a stage is free only when the consumers of both blocks released it: their `empty` arrivals
   become `{cluster}` (one on each block's barrier) and the `empty` barriers count both blocks'
-  arrivals. The dimension whose shared loads bring the most bytes is chosen.
-Fails: never; a warp-specialized kernel it leaves alone says why (`not_clustered`): a persistent
-  tile loop (its tile order does not pair the blocks yet), a run-time grid extent, no grid extent
+  arrivals. The dimension whose shared loads bring the most bytes is chosen. In a persistent
+  kernel (tile.persistent loops) the pairs are pairs of tiles: the tile loops' indices along `d`
+  count as the block index, and the lowering runs each cluster's blocks over one pair of tiles at
+  a time (tile 2q and 2q + 1 along `d`, by rank), so both blocks run the same number of tiles.
+Fails: never; a warp-specialized kernel it leaves alone says why (`not_clustered`): a run-time
+  grid extent, no grid extent
   that is a multiple of two, no load shared along a dimension, or a stage protocol (loop bounds, stage
   indices) that differs between the blocks of a pair.
 
@@ -30,6 +33,7 @@ Fails: never; a warp-specialized kernel it leaves alone says why (`not_clustered
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tilec.dialects import tile
@@ -54,15 +58,16 @@ _SYNC = (tile.MBarrierArriveOp, tile.MBarrierWaitParityOp, tile.MBarrierExpectTx
 
 
 class _DependsOn:
-    """Whether a value depends on the block index `arg` (through its defining ops, the bounds of
-    the loops whose index it is, and the ops of regions that yield it)."""
+    """Whether a value depends on one of `args`, a block index and the tile loops' indices along the
+    same grid dimension (through its defining ops, the bounds of the loops whose index it is, and
+    the ops of regions that yield it)."""
 
-    def __init__(self, arg: SSAValue):
-        self.arg = arg
+    def __init__(self, args: Sequence[SSAValue]):
+        self.args = set(args)
         self.memo: dict[SSAValue, bool] = {}
 
     def __call__(self, value: SSAValue) -> bool:
-        if value is self.arg:
+        if value in self.args:
             return True
         if value in self.memo:
             return self.memo[value]
@@ -123,8 +128,7 @@ def _box_bytes(load: tile.TmaLoadOp) -> int:
 
 def _cluster(kernel: tile.KernelOp, ws: tile.WarpSpecializeOp) -> str | None:
     """Clusters `kernel` (returns None), or says why not."""
-    if any(isinstance(op, tile.PersistentOp) for op in kernel.walk()):
-        return "a persistent tile loop: its tile order does not pair the blocks of a cluster yet"
+    loops = [op for op in kernel.walk() if isinstance(op, tile.PersistentOp)]
     if not any(isinstance(op, tile.ForOp) and op.warp_specialized_stages is not None for op in ws.consumer.walk()):
         return "a hand-written T.ws region: tilec does not know its stage protocol"
     loads = [op for op in ws.producer.walk() if isinstance(op, tile.TmaLoadOp)]
@@ -135,7 +139,7 @@ def _cluster(kernel: tile.KernelOp, ws: tile.WarpSpecializeOp) -> str | None:
     for d, (arg, extent) in enumerate(zip(kernel.body.block.args, extents)):
         if extent is None or extent % CLUSTER_SIZE:
             continue
-        depends = _DependsOn(arg)
+        depends = _DependsOn([arg, *(loop.tile_indices[d] for loop in loops)])
         shared = [ld for ld in loads if not depends(ld.src) and _splits(ld)]
         if not shared:
             continue

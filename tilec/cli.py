@@ -129,7 +129,9 @@ def manifest(kernel, image: str) -> dict:
         "params": [{"name": p.name, "dtype": p.dtype.name, "output": p.is_output,
                     "shape": [dim(d) for d in p.shape]} for p in program.params],
         "args": [ARG_KINDS[kind].manifest(v) for kind, v in spec.args],
-        "grid": {"steps": spec.grid.program, "outputs": spec.grid.outputs},
+        # persistent: launch min(tiles, multiprocessors) blocks (a multiple of `cluster`), 1-D; else the grid as is
+        "grid": {"steps": spec.grid.program, "outputs": spec.grid.outputs, "persistent": spec.grid.persistent,
+                 "cluster": spec.grid.cluster},
     }
 
 

@@ -12,7 +12,8 @@ Establishes: the `func.func` holding a `tile.kernel` is replaced by a
   per multiprocessor, a 1-D grid, each block looping over its tiles. A kernel of clusters
   (`tile.kernel {cluster}`) gets `nvvm.cluster_dim` (a compile-time cluster shape: a plain launch),
   block indices that keep a cluster's blocks together under the rasterization, and a cluster
-  barrier before it returns.
+  barrier before it returns; a persistent one, clusters of consecutive blocks of its 1-D launch
+  (a grid that is a multiple of the cluster size), each cluster running one cluster tile at a time.
 Fails: TilecError at the op the target cannot express yet (T.print,
   fragments indexed other than by their T.Parallel variables, ...).
 
@@ -24,6 +25,7 @@ Fails: TilecError at the op the target cannot express yet (T.print,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, gpu, memref, scf
@@ -122,26 +124,31 @@ def _clustered(L: Lowerer, kernel: tile.KernelOp, ids: list) -> list:
     shape = kernel.cluster_shape
     quotients = [L.emit(arith.DivUIOp(i, L.const(c))).results[0] if c > 1 else i for i, c in zip(ids, shape)]
     grid = [L.const(tile.constant_index(g) // c) for g, c in zip(kernel.grid, shape)]
-    out = []
-    for q, i, c in zip(_rasterized(L, kernel, quotients, grid), ids, shape):
-        if c > 1:
-            q = L.emit(arith.AddiOp(L.emit(arith.MuliOp(q, L.const(c))).results[0],
-                                    L.emit(arith.RemUIOp(i, L.const(c))).results[0])).results[0]
-        out.append(q)
-    return out
+    ranks = [L.emit(arith.RemUIOp(i, L.const(c))).results[0] if c > 1 else None for i, c in zip(ids, shape)]
+    return _within_cluster(L, _rasterized(L, kernel, quotients, grid), shape, ranks)
 
 
 @uniform(tile.PersistentOp)
 def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
     """`scf.for %t = blockIdx.x to <tiles> step gridDim.x` (a 1-D launch of at most one block per
     multiprocessor; consumer group g of G: from blockIdx.x + g·gridDim.x, step G·gridDim.x); the
-    tile's indices come from %t, x fastest, then use_swizzle's order."""
-    grid = [L.val(g) for g in op.grid]
+    tile's indices come from %t, x fastest, then use_swizzle's order. A kernel of clusters (its
+    launch: clusters of consecutive blocks) loops each cluster over the grid of cluster tiles
+    (the grid divided by the cluster's shape) in the same way, from blockIdx.x / c by gridDim.x / c,
+    and its blocks take that cluster tile's tiles by rank, as `_clustered` pairs a plain grid's."""
+    kernel = op.parent_op()
+    while not isinstance(kernel, tile.KernelOp):
+        kernel = kernel.parent_op()
+    shape = kernel.cluster_shape or (1,) * len(op.grid)
+    grid = [L.val(g) if c == 1 else L.const(tile.constant_index(g) // c) for g, c in zip(op.grid, shape)]
     total = grid[0]
     for g in grid[1:]:
         total = L.emit(arith.MuliOp(total, g)).results[0]
     first = L.emit(gpu.BlockIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
     blocks = L.emit(gpu.GridDimOp(gpu.DimensionAttr(gpu.DimensionEnum.X))).results[0]
+    if kernel.cluster_size > 1:
+        first = L.emit(arith.DivUIOp(first, L.const(kernel.cluster_size))).results[0]
+        blocks = L.emit(arith.DivUIOp(blocks, L.const(kernel.cluster_size))).results[0]
     start, step = first, blocks
     if op.group_count > 1:  # consumer group g: the block's tiles g, g + G, ... (b + (g + iG)·P)
         start = L.emit(arith.AddiOp(first, L.emit(arith.MuliOp(L.group, blocks)).results[0])).results[0]
@@ -156,10 +163,10 @@ def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
             ids.append(rest if last else L.emit(arith.RemUIOp(rest, g)).results[0])
             if not last:
                 rest = L.emit(arith.DivUIOp(rest, g)).results[0]
-        kernel = op.parent_op()
-        while not isinstance(kernel, tile.KernelOp):
-            kernel = kernel.parent_op()
-        for arg, value in zip(op.tile_indices, _rasterized(L, kernel, _reversed(L, kernel, ids, grid))):
+        ids = _rasterized(L, kernel, _reversed(L, kernel, ids, grid), grid)
+        if kernel.cluster_size > 1:
+            ids = _within_cluster(L, ids, shape, _rank_indices(L, shape))
+        for arg, value in zip(op.tile_indices, ids):
             L.vmap[arg] = value
         done = L.emit(arith.DivUIOp(L.emit(arith.SubiOp(t, first)).results[0], blocks)).results[0]
         L.vmap[op.tiles_before] = done
@@ -170,6 +177,32 @@ def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
         finally:
             L.turn = outer
         L.emit(scf.YieldOp())
+
+
+def _rank_indices(L: Lowerer, shape: tuple[int, ...]) -> list:
+    """The block's position in its cluster along each clustered dim (%cluster_ctarank, x fastest;
+    None along the others)."""
+    out, stride = [], 1
+    for c in shape:
+        rank = None
+        if c > 1:
+            rank = L.cluster_rank if stride == 1 else L.emit(arith.DivUIOp(L.cluster_rank, L.const(stride))).results[0]
+            if c * stride < math.prod(shape):
+                rank = L.emit(arith.RemUIOp(rank, L.const(c))).results[0]
+        out.append(rank)
+        stride *= c
+    return out
+
+
+def _within_cluster(L: Lowerer, quotients: list, shape: tuple[int, ...], ranks: list) -> list:
+    """The block (or tile) index `q · c + r` along each clustered dim: the cluster's index `q`, the
+    block's position `r` in it."""
+    out = []
+    for q, r, c in zip(quotients, ranks, shape):
+        if c > 1:
+            q = L.emit(arith.AddiOp(L.emit(arith.MuliOp(q, L.const(c))).results[0], r)).results[0]
+        out.append(q)
+    return out
 
 
 def _linear_thread_id(L: Lowerer, extents: tuple[int, int, int]):
@@ -264,7 +297,8 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     if maps:
         new.attributes["tilec.tensor_maps"] = ArrayAttr(maps)
     if kernel.cluster is not None:
-        new.attributes["nvvm.cluster_dim"] = DenseArrayBase.from_list(i32, [*kernel.cluster_shape, 1, 1][:3])
+        shape = [kernel.cluster_size] if persistent else list(kernel.cluster_shape)  # (a persistent launch is 1-D)
+        new.attributes["nvvm.cluster_dim"] = DenseArrayBase.from_list(i32, [*shape, 1, 1][:3])
     if persistent:  # the launch: at most one block per multiprocessor
         new.attributes["tilec.persistent"] = UnitAttr()
     scratch = L.scratch_bytes

@@ -178,3 +178,4 @@ def test_compile_writes_a_launch_manifest(tmp_path):
 
     grid = GridExpr(manifest["grid"]["steps"], manifest["grid"]["outputs"])
     assert grid.evaluate({}) == (4, 1, 1)
+    assert manifest["grid"]["persistent"] is False and manifest["grid"]["cluster"] == 1

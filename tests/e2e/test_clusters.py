@@ -3,6 +3,8 @@ the simulator (the blocks of a cluster run together and write each other's share
 release that does not reach both blocks' `empty` barriers deadlocks here) and, marked gpu, on an
 H100/H200."""
 
+import math
+
 import pytest
 import torch
 from kernel_cases import Case, _attention_inputs, _attention_ref, _gemm_inputs, _gemm_ref, attention, gemm_tiles, run_case
@@ -25,13 +27,14 @@ CASES = [
 ]
 
 
-def gemm_bias_relu(m, n, k, bm=128, bn=128, bk=64, stages=2):
-    """A bias tile copied per tile before the loop, a rasterized grid, two consumer warpgroups."""
+def gemm_bias_relu(m, n, k, bm=128, bn=128, bk=64, stages=2, threads=256):
+    """A bias tile copied per tile before the loop, a rasterized grid, two consumer warpgroups
+    (threads=256; 128: one, or two consumer groups taking turns under ping-pong)."""
 
     @T.prim_func
     def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), Bias: T.Tensor((n,), T.float16),
              C: T.Tensor((m, n), T.float16)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=256) as (bx, by):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
             a = T.alloc_shared((bm, bk), T.float16)
             b = T.alloc_shared((bk, bn), T.float16)
             bias = T.alloc_shared((bn,), T.float16)
@@ -83,6 +86,39 @@ def test_clusters_with_the_warpgroup_turns_on_the_simulator():
     ir = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=configs).get_ir("tile-opt")
     assert "multicast" in ir and "tile.warpgroup_wait_turn" in ir and "{cluster}" in ir
     run_case(case, "sim", "cpu", pass_configs=configs)
+
+
+_PERSISTENT = {"tilec.cluster": True, "tilec.persistent": True}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_persistent_clusters_on_the_simulator(case):
+    """A persistent kernel of clusters: the simulator's 3 multiprocessors launch one cluster of two
+    blocks, which loops over the cluster tiles (pairs of tiles along the shared dimension; with tails
+    in M and K, pairs along the columns), each block taking its tile of the pair by rank."""
+    kernel = tilec.compile(case.prim, out_idx=case.out_idx, target="sim", pass_configs=_PERSISTENT)
+    ir = kernel.get_ir("tile-opt")
+    assert "multicast" in ir and "tile.persistent" in ir and "not_clustered" not in ir
+    assert "nvvm.cluster_dim = array<i32: 2, 1, 1>" in kernel.get_ir("thread")
+    grid = kernel._backend.spec.grid
+    assert grid.cluster == 2 and "multiprocessors // 2 * 2" in str(grid)
+    tiles = math.prod(grid.tiles({}))  # (even: the clustered extent is)
+    assert grid.evaluate({}, 3) == (2, 1, 1) and grid.evaluate({}, 132) == (min(tiles, 132), 1, 1)
+    run_case(case, "sim", "cpu", pass_configs=_PERSISTENT)
+
+
+def test_persistent_clusters_with_consumer_groups_on_the_simulator():
+    """Ping-pong (threads=128: two consumer groups taking the cluster's tiles in turns, four
+    stages) with a bias epilogue: every group of both blocks releases on both blocks' barriers."""
+    m, n, k = 512, 384, 256
+    kernel = tilec.compile(gemm_bias_relu(m, n, k, stages=4, threads=128), out_idx=[3], target="sim",
+                           pass_configs={**_PERSISTENT, "tilec.pingpong": True})
+    ir = kernel.get_ir("tile-opt")
+    assert "multicast" in ir and "groups = 2" in ir
+    a, b, bias = torch.randn(m, k).half(), torch.randn(k, n).half(), torch.randn(n).half()
+    out = kernel(a, b, bias)
+    ref = torch.relu(a.float() @ b.float() + bias.float())
+    assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 def test_a_run_time_grid_extent_is_not_clustered():
@@ -138,6 +174,6 @@ def test_cluster_gemm_assembles(ptxas):
 def test_clusters_on_the_gpu(case):
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("TMA multicast here is built for sm_90a")
-    for configs in (_ON, None):
+    for configs in (_ON, _PERSISTENT, None):
         for _ in range(2):
             run_case(case, "cuda", "cuda", pass_configs=configs)

@@ -1,6 +1,7 @@
 // RUN: tilec opt %s -p 'tile-warp-specialize{pingpong=false},tile-cluster' | filecheck %s
 // RUN: tilec opt %s -p 'tile-warp-specialize{pingpong=false},tile-cluster,tile-infer-layout,tile-plan-shared-memory,convert-tile-to-thread' | filecheck %s --check-prefix=THREAD
 // RUN: tilec opt %s -p 'tile-warp-specialize{persistent=true pingpong=false},tile-cluster' | filecheck %s --check-prefix=PERSIST
+// RUN: tilec opt %s -p 'tile-warp-specialize{persistent=true pingpong=false},tile-cluster,tile-infer-layout,tile-plan-shared-memory,convert-tile-to-thread' | filecheck %s --check-prefix=PTHREAD
 
 // A 128x256 gemm tile on a 2x4 grid: B's region (k, bx) does not depend on by, so the blocks
 // (bx, 2j) and (bx, 2j+1) pair into a cluster along the grid's second dimension and load B once,
@@ -38,10 +39,39 @@
 // THREAD-NEXT:  nvvm.cluster.wait
 // THREAD-NEXT:  func.return
 
-// A persistent kernel's tile loop does not pair blocks yet: left alone, and the IR says why.
+// A persistent kernel pairs tiles: the tile loops' index along the grid's second dimension counts
+// as the block index, B's load is multicast and the releases reach both blocks.
 // PERSIST-LABEL: func.func @gemm
-// PERSIST-NOT:   multicast
-// PERSIST:       not_clustered = "a persistent tile loop: its tile order does not pair the blocks of a cluster yet"
+// PERSIST:       %empty = tile.alloc_barrier {arrive_count = 16 : i64} : !tile.mbarrier<3>
+// PERSIST:       tile.persistent
+// PERSIST:         tile.tma_load %{{.*}}, %{{.*}}, %full[%{{.*}}] : !tile.tensor<128x64xf16>
+// PERSIST:         tile.tma_load %{{.*}}, %{{.*}}, %full[%{{.*}}] {multicast} : !tile.tensor<64x256xf16>
+// PERSIST:       } consumer {
+// PERSIST:         tile.persistent
+// PERSIST:           tile.mbarrier_arrive %empty[%{{.*}}] {cluster} : !tile.mbarrier<3>
+// PERSIST:       } {cluster = array<i64: 1, 2>}
+
+// Its launch is 1-D: clusters of two consecutive blocks; each cluster loops over the 2x2 grid of
+// cluster tiles from blockIdx.x / 2 by gridDim.x / 2, and its blocks take the tile rows
+// 2q (rank 0) and 2q + 1 (rank 1) of cluster tile row q.
+// PTHREAD-LABEL: func.func @gemm
+// PTHREAD-SAME:  nvvm.cluster_dim = array<i32: 2, 1, 1>
+// PTHREAD-SAME:  tilec.persistent
+// PTHREAD:       %[[TWO:.*]] = arith.constant 2 : index
+// PTHREAD:       %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
+// PTHREAD:       %[[R:.*]] = arith.index_cast %[[RANK]] : i32 to index
+// PTHREAD:       nvvm.setmaxregister
+// PTHREAD:       %[[TILES:.*]] = arith.muli %gx, %[[TWO]] : index
+// PTHREAD:       %[[BID:.*]] = "gpu.block_id"() <{dimension = #gpu<dim x>}>
+// PTHREAD:       %[[GRID:.*]] = "gpu.grid_dim"() <{dimension = #gpu<dim x>}>
+// PTHREAD:       %[[FIRST:.*]] = arith.divui %[[BID]], %[[TWO]] : index
+// PTHREAD:       %[[STEP:.*]] = arith.divui %[[GRID]], %[[TWO]] : index
+// PTHREAD:       scf.for %{{.*}} = %[[FIRST]] to %[[TILES]] step %[[STEP]] {
+// PTHREAD:         %[[Q2:.*]] = arith.muli %{{[0-9]+}}, %[[TWO]] : index
+// PTHREAD-NEXT:    arith.addi %[[Q2]], %[[R]] : index
+// PTHREAD:       nvvm.cluster.arrive
+// PTHREAD-NEXT:  nvvm.cluster.wait
+// PTHREAD-NEXT:  func.return
 func.func @gemm(%A: !tile.tensor<512x256xf16>, %B: !tile.tensor<256x512xf16>, %C: !tile.tensor<512x512xf16>) {
   %gx = arith.constant 2 : index
   %gy = arith.constant 4 : index

@@ -119,6 +119,17 @@ def test_a_persistent_grid_is_one_block_per_multiprocessor_at_most():
     assert launch.GridExpr.from_json('{"program": [["const", 1]], "outputs": [0]}').persistent is False  # older entries
 
 
+def test_a_persistent_grid_of_clusters_launches_whole_clusters():
+    grid = launch.GridExpr([["const", 16], ["const", 4]], [0, 1], persistent=True, cluster=2)
+    assert grid.evaluate({}, 132) == (64, 1, 1)
+    assert grid.evaluate({}, 15) == (14, 1, 1)  # 7 clusters of two on 15 multiprocessors
+    assert str(grid) == "(min(16 * 4 * 1, multiprocessors // 2 * 2), 1, 1)"
+    again = launch.GridExpr.from_json(grid.to_json())
+    assert again == grid and again.cluster == 2 and again.is_well_formed()
+    assert launch.GridExpr.from_json('{"program": [["const", 1]], "outputs": [0], "persistent": true}').cluster == 1
+    assert not launch.GridExpr([["const", 1]], [0], cluster=0).is_well_formed()
+
+
 def test_every_consumer_dispatches_through_the_argument_kinds():
     grid = launch.GridExpr([["const", 1]], [0])
     spec = launch.LaunchSpec("k", (32, 1, 1), 0, grid, [("tensor", 0), ("size", "N")])

@@ -41,6 +41,7 @@ class GridExpr:
     program: list = field(default_factory=list)  # [op, args...] per value, in order
     outputs: list[int] = field(default_factory=list)  # value numbers of gx, gy, gz
     persistent: bool = False  # launch at most one block per multiprocessor (1-D); blocks loop over the tiles
+    cluster: int = 1  # a persistent kernel of clusters: its grid is a multiple of the cluster's blocks
 
     _BINARY = {
         "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
@@ -51,12 +52,12 @@ class GridExpr:
 
     def evaluate(self, sizes: dict[str, int], processors: int | None = None) -> tuple[int, int, int]:
         """The launch grid; a persistent kernel's is 1-D, one block per tile up to `processors`
-        (the device's multiprocessors)."""
+        (the device's multiprocessors; whole clusters of them)."""
         tiles = self.tiles(sizes)
         if not self.persistent:
             return tiles
-        total = tiles[0] * tiles[1] * tiles[2]
-        return (min(total, processors) if processors else total), 1, 1
+        total = tiles[0] * tiles[1] * tiles[2]  # (a multiple of the cluster: it divides the constant grid)
+        return (min(total, processors // self.cluster * self.cluster) if processors else total), 1, 1
 
     def tiles(self, sizes: dict[str, int]) -> tuple[int, int, int]:
         """The kernel's grid: one entry per block of a plain kernel, per tile of a persistent one."""
@@ -91,13 +92,14 @@ class GridExpr:
                 text.append(names[op].format(text[args[0]], text[args[1]]))
         dims = [text[i] for i in self.outputs] + ["1"] * (3 - len(self.outputs))
         if self.persistent:
-            return f"(min({' * '.join(dims)}, multiprocessors), 1, 1)"
+            blocks = "multiprocessors" if self.cluster == 1 else f"multiprocessors // {self.cluster} * {self.cluster}"
+            return f"(min({' * '.join(dims)}, {blocks}), 1, 1)"
         return f"({', '.join(dims)})"
 
     def is_well_formed(self) -> bool:
         """Known ops, each reading only earlier values (a GridExpr read from the cache)."""
         if not (isinstance(self.program, list) and isinstance(self.outputs, list) and len(self.outputs) <= 3
-                and isinstance(self.persistent, bool)
+                and isinstance(self.persistent, bool) and is_int(self.cluster, 1)
                 and all(is_int(i) and i < len(self.program) for i in self.outputs)):
             return False
         for i, step in enumerate(self.program):
@@ -116,12 +118,13 @@ class GridExpr:
         return True
 
     def to_json(self) -> str:
-        return json.dumps({"program": self.program, "outputs": self.outputs, "persistent": self.persistent})
+        return json.dumps({"program": self.program, "outputs": self.outputs, "persistent": self.persistent,
+                           "cluster": self.cluster})
 
     @staticmethod
     def from_json(text: str) -> GridExpr:
         data = json.loads(text)
-        return GridExpr(data["program"], data["outputs"], data.get("persistent", False))
+        return GridExpr(data["program"], data["outputs"], data.get("persistent", False), data.get("cluster", 1))
 
 
 SLOW = object()  # what a backend's fast call returns for a call it leaves to the general, checking path

@@ -15,6 +15,8 @@ every pass is written there as `<kernel>.<pass>.mlir`.
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass
 
@@ -171,6 +173,8 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
         args.append(("tensormap", {"tensor": d["tensor"].value.data, "dtype": d["dtype"].data,
                                    "box": list(d["box"].get_values()), "swizzle": d["swizzle"].value.data}))
     grid.persistent = "tilec.persistent" in kfunc.attributes
+    cluster = kfunc.attributes.get("nvvm.cluster_dim")
+    grid.cluster = math.prod(cluster.get_values()) if cluster is not None and grid.persistent else 1
     block = tuple(kfunc.attributes["nvvm.maxntid"].get_values())  # a warp-specialized kernel adds its producer
     planned = next((op.smem_bytes for op in tile_opt.walk() if isinstance(op, tile.KernelOp)), None)
     return Lowered(tile_opt, module, LaunchSpec(kfunc.sym_name.data, block, smem, grid, args),

@@ -72,8 +72,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
               "off)"),
     _honoured("tilec.cluster", "TILEC_CLUSTER",
-              "tile-cluster (off by default: 2-15 % slower than unclustered on the H200): the blocks of a "
-              "warp-specialized kernel that load the same operand tile pair into clusters of two and load it "
+              "tile-cluster (off by default: plain kernels 2-15 % slower than unclustered on the H200, "
+              "persistent ones even to 1 % slower at 8192^3, run s11a): the blocks (or a persistent kernel's tiles) "
+              "of a warp-specialized kernel that load the same operand tile pair into clusters of two and load it "
               "once, by TMA multicast"),
     _honoured("tilec.warpgroup_pingpong", "TILEC_WARPGROUP_PINGPONG",
               "tile-warpgroup-pingpong: the consumer warpgroups of one tile (attention's 256 threads) take turns at "

@@ -66,12 +66,9 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
 
 
 def _persistent(configs: dict) -> bool | None:
-    """`tilec.persistent` as given; not given: tile-warp-specialize's own choice (None), unless
-    `tilec.cluster` asks for clusters, which tile-cluster does not pair in a persistent tile loop."""
+    """`tilec.persistent` as given; not given: tile-warp-specialize's own choice (None)."""
     value = configs.get("tilec.persistent")
-    if value is None:
-        return False if configs.get("tilec.cluster", False) else None
-    return bool(value)
+    return None if value is None else bool(value)
 
 
 class TurnsOnRotatedLoops:
