@@ -136,9 +136,7 @@ def _persistent(L: Lowerer, op: tile.PersistentOp) -> None:
     launch: clusters of consecutive blocks) loops each cluster over the grid of cluster tiles
     (the grid divided by the cluster's shape) in the same way, from blockIdx.x / c by gridDim.x / c,
     and its blocks take that cluster tile's tiles by rank, as `_clustered` pairs a plain grid's."""
-    kernel = op.parent_op()
-    while not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
+    kernel = L.kernel
     shape = kernel.cluster_shape or (1,) * len(op.grid)
     grid = [L.val(g) if c == 1 else L.const(tile.constant_index(g) // c) for g, c in zip(op.grid, shape)]
     total = grid[0]

@@ -16,7 +16,6 @@ every pass is written there as `<kernel>.<pass>.mlir`.
 from __future__ import annotations
 
 import math
-
 import os
 from dataclasses import dataclass
 
