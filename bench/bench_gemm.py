@@ -70,6 +70,7 @@ CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False, "tilec.per
            "pingpong": {"tilec.pingpong": True}}  # (ping-pong is the default for threads=128)
 for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores instead of TMA stores
     CONFIGS[f"{_name}-notma"] = {**CONFIGS[_name], "tilec.tma_store": False}
+    CONFIGS[f"{_name}-unbalanced"] = {**CONFIGS[_name], "tilec.balanced_waves": False}  # a block per SM
     CONFIGS[f"{_name}-nofma"] = {**CONFIGS[_name], "tilec.fp_contract": False}  # (nvcc's --fmad=false)
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]

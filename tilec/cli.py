@@ -129,9 +129,10 @@ def manifest(kernel, image: str) -> dict:
         "params": [{"name": p.name, "dtype": p.dtype.name, "output": p.is_output,
                     "shape": [dim(d) for d in p.shape]} for p in program.params],
         "args": [ARG_KINDS[kind].manifest(v) for kind, v in spec.args],
-        # persistent: launch min(tiles, multiprocessors) blocks (a multiple of `cluster`), 1-D; else the grid as is
+        # persistent: launch min(tiles, multiprocessors) blocks (a multiple of `cluster`), 1-D; balanced: then
+        # ceildiv(tiles, ceildiv(tiles, that)), rounded up to whole clusters; else the grid as is
         "grid": {"steps": spec.grid.program, "outputs": spec.grid.outputs, "persistent": spec.grid.persistent,
-                 "cluster": spec.grid.cluster},
+                 "cluster": spec.grid.cluster, "balanced": spec.grid.balanced, "formula": str(spec.grid)},
     }
 
 

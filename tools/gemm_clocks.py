@@ -39,6 +39,8 @@ CONFIGS = {"plain": {"tilec.persistent": False, "tilec.pingpong": False},
            "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
            "cluster": {"tilec.persistent": False, "tilec.cluster": True},
            "persistent-cluster": {"tilec.persistent": True, "tilec.cluster": True}}
+for _name in list(CONFIGS):  # a persistent kernel launching one block per multiprocessor, not the balanced grid
+    CONFIGS[f"{_name}-unbalanced"] = {**CONFIGS[_name], "tilec.balanced_waves": False}
 
 
 def sustained(call, seconds: float) -> tuple[float, float, float]:

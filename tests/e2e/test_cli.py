@@ -179,3 +179,20 @@ def test_compile_writes_a_launch_manifest(tmp_path):
     grid = GridExpr(manifest["grid"]["steps"], manifest["grid"]["outputs"])
     assert grid.evaluate({}) == (4, 1, 1)
     assert manifest["grid"]["persistent"] is False and manifest["grid"]["cluster"] == 1
+
+
+def test_a_persistent_kernels_manifest_gives_its_balanced_grid(tmp_path):
+    """sm_90a's gemm runs persistent: the manifest says so, and how many blocks to launch."""
+    import json
+
+    from tilec.compiler.launch import GridExpr
+
+    out = tmp_path / "gemm.ptx"
+    proc = _tilec("compile", GOOD, "--kernel", "gemm", "-D", "M=8192", "-D", "N=4096", "-D", "K=256",
+                  "--arch", "sm_90a", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    g = json.loads((tmp_path / "gemm.json").read_text())["grid"]
+    assert g["persistent"] is True and g["balanced"] is True and g["cluster"] == 1
+    assert g["formula"] == "(ceildiv(32 * 64 * 1, ceildiv(32 * 64 * 1, min(32 * 64 * 1, multiprocessors))), 1, 1)"
+    grid = GridExpr(g["steps"], g["outputs"], g["persistent"], g["cluster"], g["balanced"])
+    assert grid.evaluate({}, 132) == (128, 1, 1)  # 2048 tiles, 16 each

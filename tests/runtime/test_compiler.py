@@ -130,6 +130,28 @@ def test_a_persistent_grid_of_clusters_launches_whole_clusters():
     assert not launch.GridExpr([["const", 1]], [0], cluster=0).is_well_formed()
 
 
+def test_a_balanced_persistent_grid_runs_the_same_rounds_on_the_fewest_blocks():
+    grid = launch.GridExpr([["const", 64], ["const", 32]], [0, 1], persistent=True, balanced=True)
+    assert grid.evaluate({}, 132) == (128, 1, 1)  # 2048 tiles: 16 rounds on 132 or on 128 blocks
+    assert grid.evaluate({}, 128) == (128, 1, 1)
+    assert grid.evaluate({}, 3000) == (2048, 1, 1)  # one round: a block per tile
+    assert str(grid) == "(ceildiv(64 * 32 * 1, ceildiv(64 * 32 * 1, min(64 * 32 * 1, multiprocessors))), 1, 1)"
+    for tiles, processors, blocks in ((2112, 132, 132), (1980, 132, 132), (288, 132, 96), (133, 132, 67),
+                                      (265, 132, 89), (7, 3, 3), (1, 132, 1)):
+        g = launch.GridExpr([["const", tiles]], [0], persistent=True, balanced=True)
+        assert g.evaluate({}, processors) == (blocks, 1, 1), (tiles, processors)
+        rounds = -(-tiles // min(tiles, processors))
+        assert -(-tiles // blocks) == rounds  # as many rounds as one block per multiprocessor takes
+    clusters = launch.GridExpr([["const", 133]], [0], persistent=True, cluster=2, balanced=True)
+    assert clusters.evaluate({}, 132) == (68, 1, 1)  # 2 rounds: 67 tiles a round, rounded up to whole clusters
+    assert str(clusters) == ("(ceildiv(ceildiv(133 * 1 * 1, ceildiv(133 * 1 * 1, min(133 * 1 * 1, multiprocessors // 2 * 2)))"
+                             ", 2) * 2, 1, 1)")
+    again = launch.GridExpr.from_json(grid.to_json())
+    assert again == grid and again.balanced and again.is_well_formed()
+    assert launch.GridExpr.from_json('{"program": [["const", 1]], "outputs": [0], "persistent": true}').balanced is False
+    assert not launch.GridExpr([["const", 1]], [0], balanced=1).is_well_formed()
+
+
 def test_every_consumer_dispatches_through_the_argument_kinds():
     grid = launch.GridExpr([["const", 1]], [0])
     spec = launch.LaunchSpec("k", (32, 1, 1), 0, grid, [("tensor", 0), ("size", "N")])

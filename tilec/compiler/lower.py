@@ -172,6 +172,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
         args.append(("tensormap", {"tensor": d["tensor"].value.data, "dtype": d["dtype"].data,
                                    "box": list(d["box"].get_values()), "swizzle": d["swizzle"].value.data}))
     grid.persistent = "tilec.persistent" in kfunc.attributes
+    grid.balanced = grid.persistent and bool(pass_configs.get("tilec.balanced_waves", True))
     cluster = kfunc.attributes.get("nvvm.cluster_dim")
     grid.cluster = math.prod(cluster.get_values()) if cluster is not None and grid.persistent else 1
     block = tuple(kfunc.attributes["nvvm.maxntid"].get_values())  # a warp-specialized kernel adds its producer

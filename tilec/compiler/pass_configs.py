@@ -67,6 +67,11 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "gemm: on the H200 4096x4096x1024 54 vs 64 us, 4096^3 198 vs 202, run s6f; False turns it off, "
               "True asks for it for any kernel that fits, attention included: +5-7 % at S=1024, 5-14 % slower "
               "causal, run s8c)"),
+    _honoured("tilec.balanced_waves", "TILEC_BALANCED_WAVES",
+              "a persistent kernel launches the fewest blocks that run its tiles in as many rounds, every block "
+              "as many tiles (on by default: 8192^3's 2048 tiles take 16 rounds on 128 blocks as on 132, and the card at "
+              "its power limit no longer idles half its multiprocessors through the last round); False launches one "
+              "block per multiprocessor"),
     _honoured("tilec.pingpong", "TILEC_PINGPONG",
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
