@@ -69,9 +69,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "causal, run s8c)"),
     _honoured("tilec.balanced_waves", "TILEC_BALANCED_WAVES",
               "a persistent kernel launches the fewest blocks that run its tiles in as many rounds, every block "
-              "as many tiles (on by default: 8192^3's 2048 tiles take 16 rounds on 128 blocks as on 132, and the card at "
-              "its power limit no longer idles half its multiprocessors through the last round); False launches one "
-              "block per multiprocessor"),
+              "as many tiles, the rest of the multiprocessors free (on by default: on the H200 even at 8192^3 and "
+              "4096^3, 2 % faster at 3072x3072x4096, sustained, run s12b); False launches one block per "
+              "multiprocessor"),
     _honoured("tilec.pingpong", "TILEC_PINGPONG",
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
