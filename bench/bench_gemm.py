@@ -58,7 +58,7 @@ DTYPES = os.environ.get("BENCH_GEMM_DTYPES", "float16,bfloat16").split(",")
 GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096x4096x1024").split("x"))
 # (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
-         (256, 128, 64, 3, 256)]
+         (256, 128, 64, 3, 256), (192, 192, 64, 4, 384)]  # (192x192 on three consumer warpgroups: cuBLAS's at 3072^2)
 # schedules: plain, persistent (pass config `tilec.persistent`), pingpong (`tilec.pingpong`, threads=128);
 # each also as NAME-notma (`tilec.tma_store` off: the result in 16-byte stores)
 # cluster (`tilec.cluster`, opt-in: pairs of blocks sharing a TMA multicast operand)
