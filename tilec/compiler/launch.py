@@ -34,6 +34,10 @@ SCALAR_SIZE_PREFIX = "%"
 """An integer scalar parameter's value is in the sizes (for the grid) as `%name`, apart from T.dynamic names."""
 
 
+def _ceildiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 @dataclass
 class GridExpr:
     """How to compute the launch grid from the dynamic sizes: a tiny expression program."""
@@ -46,7 +50,7 @@ class GridExpr:
 
     _BINARY = {
         "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
-        "arith.ceildivsi": lambda a, b: -(-a // b), "arith.floordivsi": lambda a, b: a // b,
+        "arith.ceildivsi": _ceildiv, "arith.floordivsi": lambda a, b: a // b,
         "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
         "arith.remsi": lambda a, b: a - b * int(a / b), "arith.maxsi": max, "arith.minsi": min,
     }
@@ -67,8 +71,8 @@ class GridExpr:
         c = self.cluster
         blocks = min(total, processors // c * c)
         if self.balanced and blocks:
-            rounds = -(-total // blocks)
-            blocks = -(-(-(-total // rounds)) // c) * c  # ceildiv(ceildiv(total, rounds), c) * c <= blocks
+            rounds = _ceildiv(total, blocks)
+            blocks = _ceildiv(_ceildiv(total, rounds), c) * c  # (<= blocks, itself a multiple of c)
         return blocks, 1, 1
 
     def tiles(self, sizes: dict[str, int]) -> tuple[int, int, int]:
