@@ -241,12 +241,12 @@ CASES += [
 
 
 def gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=False, policy=T.GemmWarpPolicy.Square, threads=128,
-               stages=2):
+               stages=2, out_dtype=T.float32):
     b_shape = (n, k) if transpose_b else (k, n)
     b_tile = (bn, bk) if transpose_b else (bk, bn)
 
     @T.prim_func
-    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), T.float32)):
+    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), out_dtype)):
         with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
             a = T.alloc_shared((bm, bk), dtype)
             b = T.alloc_shared(b_tile, dtype)

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 import torch
+from kernel_cases import gemm_tiles
 from tilec.targets.nvptx import assemble, emit_ptx
 
 import tilec
@@ -23,21 +24,7 @@ _PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False}
 
 def _prim(m, n, k, bm=128, bn=256, bk=64):
     """The reference gemm's shape of kernel (f16 in and out, 128x256x64 tiles, 4 stages, 256 threads)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), C: T.Tensor((m, n), T.float16)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=256) as (bx, by):
-            a = T.alloc_shared((bm, bk), T.float16)
-            b = T.alloc_shared((bk, bn), T.float16)
-            c = T.alloc_fragment((bm, bn), T.float32)
-            T.clear(c)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=4):
-                T.copy(A[by * bm, ko * bk], a)
-                T.copy(B[ko * bk, bx * bn], b)
-                T.gemm(a, b, c)
-            T.copy(c, C[by * bm, bx * bn])
-
-    return main
+    return gemm_tiles(m, n, k, bm, bn, bk, T.float16, threads=256, stages=4, out_dtype=T.float16)
 
 
 @pytest.mark.parametrize("shape", [(256, 512, 128), (300, 600, 200)], ids=["tiles", "tails"])
