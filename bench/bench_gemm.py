@@ -17,7 +17,8 @@ against a float32 product of fresh random inputs before it is timed (median of C
 timings with the L2 flushed). Each implementation's best is then timed again in BENCH_ROUNDS (default 5)
 interleaved rounds, and the table reports the median of its rounds, so that the ratios compare kernels
 timed in the same power and thermal state of the card. The table gives TFLOP/s and ratios; the SASS column says whether
-tilec's cubin has HGMMA (wgmma), UTMALDG (TMA loads) and SETMAXREG (warp specialization).
+tilec's cubin has HGMMA (wgmma), UTMALDG (TMA loads), SETMAXREG (warp specialization) and STSM
+(stmatrix epilogue).
 Writes $OUT/bench_gemm.json when OUT is set.
 """
 
@@ -55,7 +56,8 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
 if os.environ.get("BENCH_GEMM_SHAPES"):
     SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]
 DTYPES = os.environ.get("BENCH_GEMM_DTYPES", "float16,bfloat16").split(",")
-GELU_SHAPE = tuple(int(x) for x in os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096x4096x1024").split("x"))
+_GELU = os.environ.get("BENCH_GEMM_GELU_SHAPE", "4096x4096x1024")  # "none": no gemm+bias+gelu case
+GELU_SHAPE = None if _GELU == "none" else tuple(int(x) for x in _GELU.split("x"))
 # (block_M, block_N, block_K, num_stages, threads): the reference kernels' tile arguments
 TILES = [(128, 256, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 64, 4, 256), (128, 128, 64, 4, 128),
          (256, 128, 64, 3, 256), (192, 192, 64, 4, 384)]  # (192x192 on three consumer warpgroups: cuBLAS's at 3072^2)
@@ -72,6 +74,7 @@ for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores i
     CONFIGS[f"{_name}-notma"] = {**CONFIGS[_name], "tilec.tma_store": False}
     CONFIGS[f"{_name}-unbalanced"] = {**CONFIGS[_name], "tilec.balanced_waves": False}  # a block per SM
     CONFIGS[f"{_name}-nofma"] = {**CONFIGS[_name], "tilec.fp_contract": False}  # (nvcc's --fmad=false)
+    CONFIGS[f"{_name}-nostmatrix"] = {**CONFIGS[_name], "tilec.stmatrix": False}  # pairs by 4-byte stores
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
@@ -167,7 +170,7 @@ def sass_features(kernel) -> str:
         f.write(cubin)
         f.flush()
         sass = subprocess.run([tool, "--dump-sass", f.name], capture_output=True, text=True).stdout
-    found = [name for name in ("HGMMA", "UTMALDG", "SETMAXREG") if name in sass]
+    found = [name for name in ("HGMMA", "UTMALDG", "SETMAXREG", "STSM") if name in sass]
     if "MULTICAST" in sass:  # UTMALDG.2D.MULTICAST: a cluster's shared operand
         found.append("MULTICAST")
     return " ".join(found) or "none"
@@ -222,7 +225,7 @@ def main() -> int:
     rows, log = [], []
     triton_run = None if os.environ.get("BENCH_NO_TRITON") == "1" else _triton_kernel()  # (sanitizer runs)
     cases = [("gemm", shape, dtype) for dtype in DTYPES for shape in SHAPES]
-    cases += [("gemm+bias+gelu", GELU_SHAPE, dtype) for dtype in DTYPES]
+    cases += [("gemm+bias+gelu", GELU_SHAPE, dtype) for dtype in DTYPES if GELU_SHAPE is not None]
     for what, (m, n, k), dtype in cases:
         tdtype = getattr(torch, dtype)
         a = torch.randn(m, k, device="cuda", dtype=tdtype)

@@ -35,12 +35,7 @@ SECONDS = float(os.environ.get("GEMM_CLOCKS_SECONDS", "3"))
 TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ.get("GEMM_CLOCKS_TILES", "128x256x64x4x256").split(",")]
 SCHEDULES = os.environ.get("GEMM_CLOCKS_SCHEDULES", "persistent,plain").split(",")
 DTYPES = os.environ.get("GEMM_CLOCKS_DTYPES", "float16,bfloat16").split(",")
-CONFIGS = {"plain": {"tilec.persistent": False, "tilec.pingpong": False},
-           "persistent": {"tilec.persistent": True, "tilec.pingpong": False},
-           "cluster": {"tilec.persistent": False, "tilec.cluster": True},
-           "persistent-cluster": {"tilec.persistent": True, "tilec.cluster": True}}
-for _name in list(CONFIGS):  # a persistent kernel launching one block per multiprocessor, not the balanced grid
-    CONFIGS[f"{_name}-unbalanced"] = {**CONFIGS[_name], "tilec.balanced_waves": False}
+CONFIGS = bench_gemm.CONFIGS  # the bench's schedules and their variants (-unbalanced, -nostmatrix, ...)
 
 
 def sustained(call, seconds: float) -> tuple[float, float, float]:

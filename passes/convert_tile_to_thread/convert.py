@@ -215,7 +215,7 @@ def _linear_thread_id(L: Lowerer, extents: tuple[int, int, int]):
     return tid
 
 
-def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
+def lower_kernel_func(f: func.FuncOp, module: ModuleOp, stmatrix: bool = True) -> func.FuncOp:
     kernel = kernel_of(f)
     tensors = list(f.body.block.args)  # the kernel's parameters: tensors, and scalars passed by value
     scalars = {t for t in tensors if not isinstance(t.type, tile.TensorType)}
@@ -231,6 +231,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp) -> func.FuncOp:
     for arg, t in zip(entry.args, tensors):
         arg.name_hint = t.name_hint
     L = Lowerer(kernel, entry)
+    L.matrix_stores = stmatrix
     L.tensors = tensors
     L.tid = L.block_tid = _linear_thread_id(L, kernel.thread_extents)
     split = next((op for op in kernel.walk() if isinstance(op, tile.WarpSpecializeOp)), None)
@@ -327,6 +328,10 @@ class ConvertTileToThreadPass(ModulePass):
 
     name = "convert-tile-to-thread"
 
+    stmatrix: bool = True
+    """Consumer code of warp-specialized kernels stores 16-bit accumulator fragments into shared
+    memory by `stmatrix` where their layout allows (stmatrix.py; pass config `tilec.stmatrix`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and kernel_of(f) is not None]
         if not funcs:
@@ -334,6 +339,6 @@ class ConvertTileToThreadPass(ModulePass):
         if not any(isinstance(g, memref.GlobalOp) and g.sym_name.data == SMEM for g in op.ops):
             op.body.block.insert_op_before(_smem_global(), op.body.block.first_op)
         for f in funcs:
-            new = lower_kernel_func(f, op)
+            new = lower_kernel_func(f, op, stmatrix=self.stmatrix)
             op.body.block.insert_op_after(new, f)
             op.body.block.erase_op(f)

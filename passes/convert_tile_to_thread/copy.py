@@ -231,7 +231,10 @@ def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
         transfer(L, local_layout(dst.shape), dst.shape, tmp, dst)
         barrier(L)
     elif src.kind == "fragment":
-        transfer(L, src.layout, src.shape, src, dst)
+        from .stmatrix import store_fragment
+
+        if not store_fragment(L, src, dst, slot_groups(src.layout), lambda g: [L.frag_load(src, s) for s in g]):
+            transfer(L, src.layout, src.shape, src, dst)
     elif may_overlap(src, dst):
         transfer_staged(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
     elif src.kind == "local" or dst.kind == "local":

@@ -17,7 +17,7 @@ from tilec.dialects import tile
 from tilec.dialects.arith_utils import is_float
 
 from tilec.passes.analysis import constant_value
-from tilec.passes.tile_infer_layout import layout_of
+from tilec.passes.tile_infer_layout import layout_of, root_alloc
 
 from .buffers import lower_alloc
 from .context import Lowerer, SlotMap
@@ -25,6 +25,7 @@ from .copy import slot_groups
 from .lanes import Lanes, lane_coef, lane_maps, tile_mult, vector_iv
 from .memory import View
 from .registry import element, lower_block, uniform
+from .stmatrix import MatrixStores, index_delta
 
 
 def _fragment_slot(L: Lowerer, view: View, op, indices, lanes: Lanes | None, k: int) -> int:
@@ -113,6 +114,9 @@ def _store(L: Lowerer, op: tile.StoreOp, lanes: Lanes | None) -> None:
             L.frag_store(view, _fragment_slot(L, view, op, op.indices, lanes, k), lane.get(op.value))
         return
     view = _checked(view, op)
+    if L.matrix_sink is not None and lanes is not None and L.matrix_sink.take(
+            L, view, lanes.slots[0], [m.get(op.value) for m in lanes.maps], index_delta(op.indices, lanes.ivs)):
+        return  # out by stmatrix when the loop ends
     leader = lanes.leader if lanes is not None and view.kind in ("global", "shared") else None
     plan = _access_plan(L, view, op.indices, lanes)
     if plan is not None:
@@ -209,6 +213,22 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
         raise L.error(op, "T.Parallel without a layout: run tile-infer-layout first")
     ivs = {arg: d for d, arg in enumerate(op.body.block.args)}
     leader = L.replica_leader(layout)
+    outer, L.matrix_sink = L.matrix_sink, MatrixStores.open(L, layout) if _stores_unread(op) else None
+    try:
+        _lower_lanes(L, op, layout, ivs, leader)
+        if L.matrix_sink is not None:
+            L.matrix_sink.flush(L)
+    finally:
+        L.matrix_sink = outer
+
+
+def _stores_unread(op: tile.ParallelOp) -> bool:
+    """Whether the loop reads no buffer it stores to (its stores may then wait for the loop's end)."""
+    stored = {root_alloc(s.dest) for s in op.walk() if isinstance(s, tile.StoreOp)} - {None}
+    return not any(root_alloc(x.source) in stored for x in op.walk() if isinstance(x, tile.LoadOp))
+
+
+def _lower_lanes(L: Lowerer, op: tile.ParallelOp, layout, ivs: dict, leader) -> None:
     for group in slot_groups(layout):
         maps = []
         for s in group:

@@ -152,7 +152,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     dump_dir = config.DUMP_IR if dump_dir is None else dump_dir
     tile_opt = run_tile_passes(program, target, pass_configs, dump_dir=dump_dir)
     module = tile_opt.clone()
-    ConvertTileToThreadPass().apply(context(), module)
+    ConvertTileToThreadPass(stmatrix=bool(pass_configs.get("tilec.stmatrix", True))).apply(context(), module)
     ThreadSharedDivisorPass().apply(context(), module)  # one reciprocal per divisor, results unchanged
     ThreadSigmoidPass().apply(context(), module)  # 1 + tanh(u) = 2·σ(2u): gelu's epilogue without cancellation
     if config.VERIFY:

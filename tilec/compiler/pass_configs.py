@@ -107,6 +107,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "tile-stage-epilogue (on by default): a warp-specialized kernel's result, staged in shared memory, "
               "goes out by TMA stores (cp.async.bulk.tensor, one thread, asynchronous) where TMA can write the "
               "destination; False stores it in the consumer threads' 16-byte stores"),
+    _honoured("tilec.stmatrix", "TILEC_STMATRIX",
+              "the consumers of a warp-specialized kernel store 16-bit accumulator fragments into shared memory "
+              "(the staged epilogue) by stmatrix, four 8x8 matrices a warp instruction, where the fragment's layout "
+              "allows (on by default); False stores each thread's pairs 4 bytes at a time"),
     _honoured("tl.disable_wgmma", "TL_DISABLE_WGMMA", "keeps tile-select-mma off wgmma, even with tilec.enable_wgmma"),
     _honoured("tl.enable_fast_math", "TL_ENABLE_FAST_MATH",
               "approximate NVVM math (ex2/lg2/rsqrt .ftz, tanh.approx) in the LLVM translation"),
