@@ -47,20 +47,26 @@ def _gemm(m, n, k, bm=128, bn=256, bk=64, threads=256, dtype="float16", out=None
     return main
 
 
-def _check(configs, shape, stmatrix=True, **kw):
-    """Runs the kernel on the simulator against float64; returns its thread-level IR."""
+def _compare(kernel, shape, dtype, gelu, device="cpu", seed=3) -> None:
+    """The kernel's result on fresh random inputs against float64."""
     m, n, k = shape
-    dtype = getattr(torch, kw.get("dtype", "float16"))
-    kernel = tilec.compile(_gemm(m, n, k, **kw), out_idx=[3], target="sim",
-                           pass_configs={**configs, "tilec.stmatrix": stmatrix})
-    torch.manual_seed(3)
-    a, b, bias = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype), torch.randn(n).to(dtype)
+    torch.manual_seed(seed)
+    a = torch.randn(m, k, device=device).to(dtype)
+    b = torch.randn(k, n, device=device).to(dtype)
+    bias = torch.randn(n, device=device).to(dtype)
     ref = a.double() @ b.double()
-    if kw.get("gelu"):
+    if gelu:
         v = ref + bias.double()
         ref = v * torch.sigmoid(1.5957691216 * (v + 0.044715 * v ** 3))
     got = kernel(a, b, bias).double()
     assert float((got - ref).norm() / ref.norm()) < (1e-2 if dtype == torch.bfloat16 else 3e-3)
+
+
+def _check(configs, shape, stmatrix=True, **kw):
+    """Runs the kernel on the simulator against float64; returns its thread-level IR."""
+    kernel = tilec.compile(_gemm(*shape, **kw), out_idx=[3], target="sim",
+                           pass_configs={**configs, "tilec.stmatrix": stmatrix})
+    _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("gelu", False))
     return kernel.get_ir("thread")
 
 
@@ -108,17 +114,6 @@ def test_stmatrix_assembles_without_spills_and_shows_in_the_sass(ptxas, cuobjdum
     (PINGPONG, (300, 600, 200), {"bn": 128, "threads": 128})],
     ids=["plain_tails", "persistent_tails", "persistent_gelu_bf16", "pingpong_tails"])
 def test_stmatrix_on_the_gpu(configs, shape, kw):
-    m, n, k = shape
-    dtype = getattr(torch, kw.get("dtype", "float16"))
-    kernel = tilec.compile(_gemm(m, n, k, **kw), out_idx=[3], target="sm_90a", pass_configs=configs)
+    kernel = tilec.compile(_gemm(*shape, **kw), out_idx=[3], target="sm_90a", pass_configs=configs)
     assert "stmatrix.sync.aligned" in kernel.get_kernel_source()
-    torch.manual_seed(4)
-    a = torch.randn(m, k, device="cuda").to(dtype)
-    b = torch.randn(k, n, device="cuda").to(dtype)
-    bias = torch.randn(n, device="cuda").to(dtype)
-    ref = a.double() @ b.double()
-    if kw.get("gelu"):
-        v = ref + bias.double()
-        ref = v * torch.sigmoid(1.5957691216 * (v + 0.044715 * v ** 3))
-    got = kernel(a, b, bias).double()
-    assert float((got - ref).norm() / ref.norm()) < (1e-2 if dtype == torch.bfloat16 else 3e-3)
+    _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("gelu", False), "cuda", seed=4)
