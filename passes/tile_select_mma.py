@@ -103,29 +103,30 @@ def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
     """How wgmma m64nNk16 reads this gemm's operands: per shared allocation, the swizzle (and the
     column chunk of rows wider than 128 bytes) its layout needs; None when it cannot.
 
-    A is a K-major shared tile ([M, K], the SS form) or a fragment (the RS form: tile-infer-layout
-    gives it `wgmma_register_a_layout`, which an accumulator converted to 16 bits already has);
-    B is K-major ([N, K] with transpose_B) or N-major ([K, N]), always shared. A row
+    A is a shared tile, K-major ([M, K]) or M-major ([K, M] with transpose_A) (the SS form), or a
+    fragment (the RS form: tile-infer-layout gives it `wgmma_register_a_layout`, which an
+    accumulator converted to 16 bits already has); B is K-major ([N, K] with transpose_B) or
+    N-major ([K, N]), always shared. A row
     of 32, 64 or 128 bytes takes the swizzle of its width; a wider one (a multiple of 64
     halves: K of 128 or 256 in attention's Q K^T, N up to 256) is stored as 64-column chunks
     with the 128-byte swizzle, one after the other (`_row_layout`). The accumulator is an f32
     fragment of 64-row blocks per warpgroup (`passes/layouts.py: wgmma_accumulator_layout`).
     """
-    if not mma_fits(op, threads) or op.trans_a:
+    if not mma_fits(op, threads):
         return None
     m, n, k = op.mnk()
     if wgmma_accumulator_layout(m, n, threads) is None:
         return None
     b = _plain_shared(op.b)
     if op.a.type.scope == "fragment":  # RS: A from registers
-        if _plain_fragment(op.a) is None or wgmma_register_a_layout(m, k, threads) is None or b is None:
+        if op.trans_a or _plain_fragment(op.a) is None or wgmma_register_a_layout(m, k, threads) is None or b is None:
             return None
         rows = {b: _row_layout(k if op.trans_b else n)}
         return None if None in rows.values() else rows
     a = _plain_shared(op.a)
     if a is None or b is None or a is b:
         return None
-    rows = {a: _row_layout(k), b: _row_layout(k if op.trans_b else n)}
+    rows = {a: _row_layout(m if op.trans_a else k), b: _row_layout(k if op.trans_b else n)}
     if any(r is None for r in rows.values()):
         return None
     return rows

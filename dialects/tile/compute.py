@@ -221,11 +221,11 @@ class GemmOp(IRDLOperation):
             _require(a.scope == Scope.SHARED and self.trans_b and k % 32 == 0,
                      f"{self.name}: mma = wgmma reads fp8 A [M, K] and B [N, K] (transpose_b) from shared memory, "
                      f"K % 32 zero")
-        if kind == MmaKind.WGMMA:  # A from shared memory (SS) or from registers (RS, a fragment)
-            _require(a.scope in (Scope.SHARED, Scope.FRAGMENT) and b.scope == Scope.SHARED and not self.trans_a
-                     and m % 64 == 0,
-                     f"{self.name}: mma = wgmma reads A ([M, K], M % 64 zero) from shared memory or registers "
-                     f"and B from shared memory")
+        if kind == MmaKind.WGMMA:  # A from shared memory (SS, K- or M-major) or from registers (RS, a fragment)
+            _require(a.scope in (Scope.SHARED, Scope.FRAGMENT) and b.scope == Scope.SHARED and m % 64 == 0
+                     and not (self.trans_a and a.scope == Scope.FRAGMENT),
+                     f"{self.name}: mma = wgmma reads A ([M, K] or, transposed, [K, M]; M % 64 zero) from shared "
+                     f"memory or ([M, K]) from registers, and B from shared memory")
         for what in ("in_flight", "zero_on_entry"):
             _require(getattr(self, what) is None or kind == MmaKind.WGMMA,
                      f"{self.name}: {what} is a fact of asynchronous wgmmas (mma = wgmma)")

@@ -175,7 +175,10 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
     eb = tile.element_bytes(b.element_type)  # 2 (f16 / bf16) or 1 (fp8)
     k_step = 32 // eb  # one wgmma reads 32 bytes of K: k16 of 16-bit types, k32 of fp8
-    a_row_bytes = (a.chunk or a.shape[1]) * eb if a.kind == "shared" else 0  # K-major rows wider than 128 bytes: 128-byte chunks
+    if op.trans_a:  # A stored [k, m]: M-major (16-bit types only) as an N-major B; an m64 block is one 128-byte chunk
+        layout_a, a_lbo, a_sbo = nvvm.MMALayout.COL, (a.shape[0] * a.chunk * 2 if a.chunk else 16), 8 * a.swizzle
+    else:  # K-major rows wider than 128 bytes: 128-byte chunks
+        layout_a, a_lbo, a_sbo = nvvm.MMALayout.ROW, 16, 8 * (a.chunk or a.shape[1]) * eb if a.kind == "shared" else 0
     if op.trans_b:  # B stored [n, k]: K-major like A
         layout_b = nvvm.MMALayout.COL
         b_lbo, b_sbo = 16, 8 * (b.chunk or b.shape[1]) * eb
@@ -185,7 +188,7 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
         b_lbo, b_sbo = b.shape[0] * width * 2 if b.chunk else 16, 8 * b.swizzle
     props = {"shape": nvvm.MMAShapeAttr(64, n, k_step), "typeA": _mma_type(a.element_type),
              "typeB": _mma_type(b.element_type),
-             "layoutA": nvvm.MMALayoutAttr(nvvm.MMALayout.ROW), "layoutB": nvvm.MMALayoutAttr(layout_b)}
+             "layoutA": nvvm.MMALayoutAttr(layout_a), "layoutB": nvvm.MMALayoutAttr(layout_b)}
     struct = llvm.LLVMStructType.from_type_list([f32] * per_thread)
 
     def pack(values: list[SSAValue]) -> SSAValue:
@@ -202,14 +205,15 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     accumulate = _after_first_iteration(L, op) if op.zero_on_entry is not None else None
     L.emit(nvvm.WgmmaFenceAlignedOp())
     descs_b = _Descriptors(L, b, [0, 0], b_lbo, b_sbo)
-    descs_a = _Descriptors(L, a, [group_row, 0], 16, 8 * a_row_bytes) if a_regs is None else None
+    a_base = [0, group_row] if op.trans_a else [group_row, 0]
+    descs_a = _Descriptors(L, a, a_base, a_lbo, a_sbo) if a_regs is None else None
     for ks in range(0, k, k_step):
         desc_b = descs_b.at([0, ks] if op.trans_b else [ks, 0])
         for r in range(reps):
             if a_regs is not None:
                 desc_a = a_regs[r][ks // 16]
             else:
-                desc_a = descs_a.at([64 * r, ks])
+                desc_a = descs_a.at([ks, 64 * r] if op.trans_a else [64 * r, ks])
             scale = [accumulate] if accumulate is not None and ks == 0 else []
             accs[r] = L.emit(nvvm.WgmmaMmaAsyncOp.build(
                 operands=[desc_a, desc_b, [accs[r]] if accs[r] is not None else [], scale], result_types=[struct],

@@ -188,3 +188,34 @@ func.func @negative_register_b() {
   }
   func.return
 }
+
+// A stored [K, M] (transpose_A, M-major) as wgmma's SS form reads it: the rows hold M, so they
+// take the swizzle of M's width, 64-column chunks when wider than 128 bytes (as an N-major B);
+// M-major A in registers (the RS form) has no such instruction: mma.sync stays.
+// CHECK-LABEL: func.func @m_major_a
+// CHECK: {transpose_a = true, mma = "m16n8k16"}
+// WG-LABEL: func.func @m_major_a
+// WG: %a = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x128xf16, shared>
+// WG: %b = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x256xf16, shared>
+// WG: tile.gemm %a, %b, %c {transpose_a = true, mma = "wgmma"}
+// WG: %a2 = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x128xbf16, shared>
+// WG: tile.gemm %a2, %b2, %c2 {transpose_a = true, transpose_b = true, mma = "wgmma"}
+// WG: tile.gemm %af, %b3, %c3 {transpose_a = true, mma = "m16n8k16"}
+func.func @m_major_a() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [256, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x128xf16, shared>
+    %b = tile.alloc : !tile.buffer<64x256xf16, shared>
+    %c = tile.alloc : !tile.buffer<128x256xf32, fragment>
+    tile.gemm %a, %b, %c {transpose_a = true} : !tile.buffer<64x128xf16, shared>, !tile.buffer<64x256xf16, shared>, !tile.buffer<128x256xf32, fragment>
+    %a2 = tile.alloc : !tile.buffer<64x128xbf16, shared>
+    %b2 = tile.alloc : !tile.buffer<128x64xbf16, shared>
+    %c2 = tile.alloc : !tile.buffer<128x128xf32, fragment>
+    tile.gemm %a2, %b2, %c2 {transpose_a = true, transpose_b = true} : !tile.buffer<64x128xbf16, shared>, !tile.buffer<128x64xbf16, shared>, !tile.buffer<128x128xf32, fragment>
+    %af = tile.alloc : !tile.buffer<64x128xf16, fragment>
+    %b3 = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %c3 = tile.alloc : !tile.buffer<128x64xf32, fragment>
+    tile.gemm %af, %b3, %c3 {transpose_a = true} : !tile.buffer<64x128xf16, fragment>, !tile.buffer<64x64xf16, shared>, !tile.buffer<128x64xf32, fragment>
+  }
+  func.return
+}

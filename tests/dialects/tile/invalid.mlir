@@ -771,8 +771,23 @@ func.func @gemm_wgmma_fragment_b() {
     %a = tile.alloc : !tile.buffer<64x32xf16, fragment>
     %b = tile.alloc : !tile.buffer<32x64xf16, fragment>
     %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
-    // expected-error@+1 {{tile.gemm: mma = wgmma reads A ([M, K], M % 64 zero) from shared memory or registers and B from shared memory}}
+    // expected-error@+1 {{tile.gemm: mma = wgmma reads A ([M, K] or, transposed, [K, M]; M % 64 zero) from shared memory or ([M, K]) from registers, and B from shared memory}}
     tile.gemm %a, %b, %c {mma = "wgmma"} : !tile.buffer<64x32xf16, fragment>, !tile.buffer<32x64xf16, fragment>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.gemm: wgmma reads a transposed (M-major) A only from shared memory (registers hold [M, K]).
+func.func @gemm_wgmma_fragment_a_transposed() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<32x64xf16, fragment>
+    %b = tile.alloc : !tile.buffer<32x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    // expected-error@+1 {{tile.gemm: mma = wgmma reads A ([M, K] or, transposed, [K, M]; M % 64 zero) from shared memory or ([M, K]) from registers, and B from shared memory}}
+    tile.gemm %a, %b, %c {mma = "wgmma", transpose_a = true} : !tile.buffer<32x64xf16, fragment>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
   }
   func.return
 }
