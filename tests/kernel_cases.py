@@ -241,24 +241,28 @@ CASES += [
 
 
 def gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=False, policy=T.GemmWarpPolicy.Square, threads=128,
-               stages=2, out_dtype=T.float32):
+               stages=2, out_dtype=T.float32, transpose_a=False):
+    a_shape, a_tile = ((k, m), (bk, bm)) if transpose_a else ((m, k), (bm, bk))
     b_shape = (n, k) if transpose_b else (k, n)
     b_tile = (bn, bk) if transpose_b else (bk, bn)
 
     @T.prim_func
-    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), out_dtype)):
+    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), out_dtype)):
         with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
-            a = T.alloc_shared((bm, bk), dtype)
+            a = T.alloc_shared(a_tile, dtype)
             b = T.alloc_shared(b_tile, dtype)
             c = T.alloc_fragment((bm, bn), T.float32)
             T.clear(c)
             for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=stages):
-                T.copy(A[by * bm, ko * bk], a)
+                if transpose_a:
+                    T.copy(A[ko * bk, by * bm], a)
+                else:
+                    T.copy(A[by * bm, ko * bk], a)
                 if transpose_b:
                     T.copy(B[bx * bn, ko * bk], b)
                 else:
                     T.copy(B[ko * bk, bx * bn], b)
-                T.gemm(a, b, c, transpose_B=transpose_b, policy=policy)
+                T.gemm(a, b, c, transpose_A=transpose_a, transpose_B=transpose_b, policy=policy)
             T.copy(c, C[by * bm, bx * bn])
 
     return main

@@ -6,11 +6,11 @@ the accumulator), a fused bias + gelu epilogue, ping-pong, bfloat16, 16-byte sto
 tails; an f32 result keeps the threads' own stores; off, the pairs go out 4 bytes a thread as
 before; assembled by ptxas without spills and read back as SASS (STSM)."""
 
-import subprocess
 
 import pytest
 import torch
-from tilec.targets.nvptx import assemble, emit_ptx
+from sass_testing import spill_free_sass
+from tilec.targets.nvptx import emit_ptx
 
 import tilec
 import tilec.language as T
@@ -99,11 +99,7 @@ def test_stmatrix_assembles_without_spills_and_shows_in_the_sass(ptxas, cuobjdum
     lowered = lower_to_thread(build_prim_func(_gemm(4096, 4096, 1024), [3]), resolve_target("sm_90a"), PERSISTENT)
     ptx = emit_ptx(lowered.thread, "sm_90a")
     assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
-    cubin, report = assemble(ptx, "sm_90a")
-    assert not report.kernels[lowered.spec.kernel_name].spills
-    path = tmp_path / "gemm.cubin"
-    path.write_bytes(cubin)
-    sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    sass = spill_free_sass(ptx, lowered.spec.kernel_name, cuobjdump, tmp_path)
     assert "STSM" in sass and "HGMMA" in sass
 
 

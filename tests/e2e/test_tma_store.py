@@ -7,11 +7,11 @@ a destination TMA cannot write keeps the 16-byte stores and says why; assembled 
 back as SASS (UTMASTG)."""
 
 import re
-import subprocess
 
 import pytest
 import torch
-from tilec.targets.nvptx import assemble, emit_ptx
+from sass_testing import spill_free_sass
+from tilec.targets.nvptx import emit_ptx
 
 import tilec
 import tilec.language as T
@@ -141,11 +141,7 @@ def test_tma_store_ptx_fences_meets_then_stores_from_one_thread(configs):
 
 def test_tma_store_assembles_and_shows_in_the_sass(ptxas, cuobjdump, tmp_path):
     ptx, lowered = _ptx(PERSISTENT)
-    cubin, report = assemble(ptx, "sm_90a")
-    assert not report.kernels[lowered.spec.kernel_name].spills
-    path = tmp_path / "gemm.cubin"
-    path.write_bytes(cubin)
-    sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    sass = spill_free_sass(ptx, lowered.spec.kernel_name, cuobjdump, tmp_path)
     assert "UTMASTG" in sass and "UTMALDG" in sass and "HGMMA" in sass
 
 

@@ -5,38 +5,21 @@ ping-pong and plain; M-major A from registers has no wgmma and stays on mma.sync
 float64 with tails in M, N and K; assembled by ptxas without spills (HGMMA in the SASS); on the GPU."""
 
 import re
-import subprocess
 
 import pytest
 import torch
-from tilec.targets.nvptx import assemble, emit_ptx
+from kernel_cases import gemm_tiles
+from sass_testing import spill_free_sass
+from tilec.targets.nvptx import emit_ptx
 
 import tilec
-import tilec.language as T
 from tilec.compiler.lower import lower_to_thread
 from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
 
 
 def _gemm(m, n, k, bm=128, bn=256, bk=64, threads=256, dtype="float16", trans_b=False):
-    @T.prim_func
-    def main(A: T.Tensor((k, m), dtype), B: T.Tensor((n, k) if trans_b else (k, n), dtype),
-             C: T.Tensor((m, n), T.float32)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
-            a = T.alloc_shared((bk, bm), dtype)
-            b = T.alloc_shared((bn, bk) if trans_b else (bk, bn), dtype)
-            c = T.alloc_fragment((bm, bn), T.float32)
-            T.clear(c)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=3):
-                T.copy(A[ko * bk, by * bm], a)
-                if trans_b:
-                    T.copy(B[bx * bn, ko * bk], b)
-                else:
-                    T.copy(B[ko * bk, bx * bn], b)
-                T.gemm(a, b, c, transpose_A=True, transpose_B=trans_b)
-            T.copy(c, C[by * bm, bx * bn])
-
-    return main
+    return gemm_tiles(m, n, k, bm, bn, bk, dtype, transpose_b=trans_b, threads=threads, stages=3, transpose_a=True)
 
 
 CASES = [
@@ -73,11 +56,7 @@ def test_transposed_a_assembles_without_spills(ptxas, cuobjdump, tmp_path):
                               {"tilec.persistent": True})
     ptx = emit_ptx(lowered.thread, "sm_90a")
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.f16\.f16 .*, 1, 1, 1, 1;", ptx)
-    cubin, report = assemble(ptx, "sm_90a")
-    assert not report.kernels[lowered.spec.kernel_name].spills
-    path = tmp_path / "gemm.cubin"
-    path.write_bytes(cubin)
-    sass = subprocess.run([cuobjdump, "--dump-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    sass = spill_free_sass(ptx, lowered.spec.kernel_name, cuobjdump, tmp_path)
     assert "HGMMA" in sass and "UTMALDG" in sass
 
 
