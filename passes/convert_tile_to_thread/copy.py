@@ -24,6 +24,7 @@ from tilec.passes.layouts import default_layout
 from .context import Lowerer
 from .memory import View, element_bytes, global_ptr, memref_type, pointer_memref, shared_ptr
 from .registry import uniform
+from .stmatrix import store_fragment
 
 
 def vector_mode(layout: Layout):
@@ -231,8 +232,6 @@ def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
         transfer(L, local_layout(dst.shape), dst.shape, tmp, dst)
         barrier(L)
     elif src.kind == "fragment":
-        from .stmatrix import store_fragment
-
         if not store_fragment(L, src, dst, slot_groups(src.layout), lambda g: [L.frag_load(src, s) for s in g]):
             transfer(L, src.layout, src.shape, src, dst)
     elif may_overlap(src, dst):
