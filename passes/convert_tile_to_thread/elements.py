@@ -223,8 +223,9 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
 
 
 def _stores_unread(op: tile.ParallelOp) -> bool:
-    """Whether the loop reads no buffer it stores to (its stores may then wait for the loop's end)."""
-    stored = {root_alloc(s.dest) for s in op.walk() if isinstance(s, tile.StoreOp)} - {None}
+    """Whether the loop reads no shared buffer it stores to (those stores may then wait for the loop's end)."""
+    stored = {root_alloc(s.dest) for s in op.walk() if isinstance(s, tile.StoreOp)}
+    stored = {a for a in stored if a is not None and a.result.type.scope == "shared"}
     return not any(root_alloc(x.source) in stored for x in op.walk() if isinstance(x, tile.LoadOp))
 
 

@@ -113,3 +113,52 @@ def test_stmatrix_on_the_gpu(configs, shape, kw):
     kernel = tilec.compile(_gemm(*shape, **kw), out_idx=[3], target="sm_90a", pass_configs=configs)
     assert "stmatrix.sync.aligned" in kernel.get_kernel_source()
     _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("gelu", False), "cuda", seed=4)
+
+
+def _user_staged(m, n, k, bm=128, bn=128, bk=64, threads=256):
+    """TileLang's own way to write a result through shared memory: the kernel's T.Parallel scales the
+    accumulator in place and stores it into a shared tile, which a T.copy then writes out."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), C: T.Tensor((m, n), T.float16)):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
+            a = T.alloc_shared((bm, bk), T.float16)
+            b = T.alloc_shared((bk, bn), T.float16)
+            c = T.alloc_fragment((bm, bn), T.float32)
+            c_s = T.alloc_shared((bm, bn), T.float16)
+            T.clear(c)
+            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=3):
+                T.copy(A[by * bm, ko * bk], a)
+                T.copy(B[ko * bk, bx * bn], b)
+                T.gemm(a, b, c)
+            for i, j in T.Parallel(bm, bn):
+                c[i, j] = c[i, j] * 0.5
+                c_s[i, j] = c[i, j]
+            T.copy(c_s, C[by * bm, bx * bn])
+
+    return main
+
+
+def test_a_kernels_own_staging_through_shared_memory_by_stmatrix():
+    """A T.Parallel that updates the fragment in place and stores it into shared memory: the stores to
+    the shared tile (which the loop does not read) wait for the loop's end and go out as stmatrix."""
+    m, n, k = 256, 256, 128
+    kernel = tilec.compile(_user_staged(m, n, k), out_idx=[2], target="sim", pass_configs=PLAIN)
+    torch.manual_seed(7)
+    a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+    ref = 0.5 * (a.double() @ b.double())
+    got = kernel(a, b).double()
+    assert float((got - ref).norm() / ref.norm()) < 3e-3
+    assert kernel.get_ir("thread").count('"nvvm.stmatrix"') == 8  # 128x128 over two warpgroups: 8 .x4 a warp
+
+
+@pytest.mark.gpu
+def test_a_kernels_own_staging_through_shared_memory_on_the_gpu():
+    m, n, k = 1000, 1024, 296
+    kernel = tilec.compile(_user_staged(m, n, k), out_idx=[2], target="sm_90a", pass_configs=PLAIN)
+    assert "stmatrix.sync.aligned" in kernel.get_kernel_source()
+    torch.manual_seed(8)
+    a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
+    ref = 0.5 * (a.double() @ b.double())
+    got = kernel(a, b).double()
+    assert float((got - ref).norm() / ref.norm()) < 3e-3
