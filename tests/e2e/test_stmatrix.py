@@ -2,8 +2,8 @@
 config `tilec.stmatrix`): four 8x8 matrices a warp instruction into the staged shared tile, each lane
 giving one row address into its 128-byte swizzle. Simulated against float64 (the simulator runs
 stmatrix lane by lane) for the plain copy, the persistent kernel's column chunks (a T.Parallel over
-the accumulator), a fused bias + gelu epilogue, ping-pong, bfloat16, 16-byte stores after it, and
-tails; an f32 result keeps the threads' own stores; off, the pairs go out 4 bytes a thread as
+the accumulator), a fused bias + gelu epilogue, a kernel's own staging through shared memory, ping-pong,
+bfloat16, 16-byte stores after it, and tails; an f32 result keeps the threads' own stores; off, the pairs go out 4 bytes a thread as
 before; assembled by ptxas without spills and read back as SASS (STSM)."""
 
 
@@ -23,7 +23,10 @@ PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False}
 PINGPONG = {"tilec.pingpong": True}
 
 
-def _gemm(m, n, k, bm=128, bn=256, bk=64, threads=256, dtype="float16", out=None, gelu=False):
+def _gemm(m, n, k, bm=128, bn=256, bk=64, threads=256, dtype="float16", out=None, epilogue=None):
+    """C = A @ B, then per `epilogue`: "gelu", bias + gelu fused on the accumulator; "own_staging", the
+    bias added in place in a T.Parallel that also stores the accumulator into a shared tile of the
+    kernel's own, which a T.copy writes out (TileLang's way of staging a result)."""
     out = out or dtype
 
     @T.prim_func
@@ -38,16 +41,23 @@ def _gemm(m, n, k, bm=128, bn=256, bk=64, threads=256, dtype="float16", out=None
                 T.copy(A[by * bm, ko * bk], a)
                 T.copy(B[ko * bk, bx * bn], b)
                 T.gemm(a, b, c)
-            if gelu:
+            if epilogue == "gelu":
                 for i, j in T.Parallel(bm, bn):
                     v = c[i, j] + Bias[bx * bn + j]
                     c[i, j] = v * T.sigmoid(1.5957691216 * (v + 0.044715 * v * v * v))
-            T.copy(c, C[by * bm, bx * bn])
+            if epilogue == "own_staging":
+                c_s = T.alloc_shared((bm, bn), out)
+                for i, j in T.Parallel(bm, bn):
+                    c[i, j] = c[i, j] + Bias[bx * bn + j]
+                    c_s[i, j] = c[i, j]
+                T.copy(c_s, C[by * bm, bx * bn])
+            else:
+                T.copy(c, C[by * bm, bx * bn])
 
     return main
 
 
-def _compare(kernel, shape, dtype, gelu, device="cpu", seed=3) -> None:
+def _compare(kernel, shape, dtype, epilogue=None, device="cpu", seed=3) -> None:
     """The kernel's result on fresh random inputs against float64."""
     m, n, k = shape
     torch.manual_seed(seed)
@@ -55,9 +65,10 @@ def _compare(kernel, shape, dtype, gelu, device="cpu", seed=3) -> None:
     b = torch.randn(k, n, device=device).to(dtype)
     bias = torch.randn(n, device=device).to(dtype)
     ref = a.double() @ b.double()
-    if gelu:
-        v = ref + bias.double()
-        ref = v * torch.sigmoid(1.5957691216 * (v + 0.044715 * v ** 3))
+    if epilogue is not None:
+        ref = ref + bias.double()
+    if epilogue == "gelu":
+        ref = ref * torch.sigmoid(1.5957691216 * (ref + 0.044715 * ref ** 3))
     got = kernel(a, b, bias).double()
     assert float((got - ref).norm() / ref.norm()) < (1e-2 if dtype == torch.bfloat16 else 3e-3)
 
@@ -66,17 +77,20 @@ def _check(configs, shape, stmatrix=True, **kw):
     """Runs the kernel on the simulator against float64; returns its thread-level IR."""
     kernel = tilec.compile(_gemm(*shape, **kw), out_idx=[3], target="sim",
                            pass_configs={**configs, "tilec.stmatrix": stmatrix})
-    _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("gelu", False))
+    _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("epilogue"))
     return kernel.get_ir("thread")
 
 
 @pytest.mark.parametrize("configs,shape,kw,count", [
     (PLAIN, (300, 600, 200), {}, 16),  # the whole 128x256 tile: 16 .x4 a warp
     (PERSISTENT, (300, 600, 200), {}, 16),  # two 128x128 chunks of 8
-    (PERSISTENT, (256, 512, 128), {"gelu": True, "dtype": "bfloat16"}, 16),
+    (PERSISTENT, (256, 512, 128), {"epilogue": "gelu", "dtype": "bfloat16"}, 16),
     (PINGPONG, (256, 384, 192), {"bn": 128, "threads": 128}, 16),  # each group's 128x128 tile: 2 x 8
     ({**PLAIN, "tilec.tma_store": False}, (200, 320, 64), {}, 16),  # then 16-byte stores, tails guarded
-], ids=["plain_tails", "persistent_chunks", "persistent_gelu_bf16", "pingpong", "sixteen_byte_stores"])
+    # the loop updates the fragment in place (it reads no shared tile it stores to): 128x128 over two
+    # warpgroups, 8 .x4 a warp
+    (PLAIN, (256, 256, 128), {"bn": 128, "epilogue": "own_staging"}, 8),
+], ids=["plain_tails", "persistent_chunks", "persistent_gelu_bf16", "pingpong", "sixteen_byte_stores", "own_staging"])
 def test_stmatrix_on_the_simulator(configs, shape, kw, count):
     thread = _check(configs, shape, **kw)
     assert thread.count('"nvvm.stmatrix"') == count
@@ -106,59 +120,12 @@ def test_stmatrix_assembles_without_spills_and_shows_in_the_sass(ptxas, cuobjdum
 @pytest.mark.gpu
 @pytest.mark.parametrize("configs,shape,kw", [
     (PLAIN, (300, 600, 200), {}), (PERSISTENT, (1000, 1512, 296), {}),
-    (PERSISTENT, (1000, 1512, 296), {"gelu": True, "dtype": "bfloat16"}),
-    (PINGPONG, (300, 600, 200), {"bn": 128, "threads": 128})],
-    ids=["plain_tails", "persistent_tails", "persistent_gelu_bf16", "pingpong_tails"])
+    (PERSISTENT, (1000, 1512, 296), {"epilogue": "gelu", "dtype": "bfloat16"}),
+    (PINGPONG, (300, 600, 200), {"bn": 128, "threads": 128}),
+    (PLAIN, (1000, 1024, 296), {"bn": 128, "epilogue": "own_staging"})],
+    ids=["plain_tails", "persistent_tails", "persistent_gelu_bf16", "pingpong_tails", "own_staging"])
 def test_stmatrix_on_the_gpu(configs, shape, kw):
     kernel = tilec.compile(_gemm(*shape, **kw), out_idx=[3], target="sm_90a", pass_configs=configs)
     assert "stmatrix.sync.aligned" in kernel.get_kernel_source()
-    _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("gelu", False), "cuda", seed=4)
+    _compare(kernel, shape, getattr(torch, kw.get("dtype", "float16")), kw.get("epilogue"), "cuda", seed=4)
 
-
-def _user_staged(m, n, k, bm=128, bn=128, bk=64, threads=256):
-    """TileLang's own way to write a result through shared memory: the kernel's T.Parallel scales the
-    accumulator in place and stores it into a shared tile, which a T.copy then writes out."""
-
-    @T.prim_func
-    def main(A: T.Tensor((m, k), T.float16), B: T.Tensor((k, n), T.float16), C: T.Tensor((m, n), T.float16)):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
-            a = T.alloc_shared((bm, bk), T.float16)
-            b = T.alloc_shared((bk, bn), T.float16)
-            c = T.alloc_fragment((bm, bn), T.float32)
-            c_s = T.alloc_shared((bm, bn), T.float16)
-            T.clear(c)
-            for ko in T.Pipelined(T.ceildiv(k, bk), num_stages=3):
-                T.copy(A[by * bm, ko * bk], a)
-                T.copy(B[ko * bk, bx * bn], b)
-                T.gemm(a, b, c)
-            for i, j in T.Parallel(bm, bn):
-                c[i, j] = c[i, j] * 0.5
-                c_s[i, j] = c[i, j]
-            T.copy(c_s, C[by * bm, bx * bn])
-
-    return main
-
-
-def test_a_kernels_own_staging_through_shared_memory_by_stmatrix():
-    """A T.Parallel that updates the fragment in place and stores it into shared memory: the stores to
-    the shared tile (which the loop does not read) wait for the loop's end and go out as stmatrix."""
-    m, n, k = 256, 256, 128
-    kernel = tilec.compile(_user_staged(m, n, k), out_idx=[2], target="sim", pass_configs=PLAIN)
-    torch.manual_seed(7)
-    a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
-    ref = 0.5 * (a.double() @ b.double())
-    got = kernel(a, b).double()
-    assert float((got - ref).norm() / ref.norm()) < 3e-3
-    assert kernel.get_ir("thread").count('"nvvm.stmatrix"') == 8  # 128x128 over two warpgroups: 8 .x4 a warp
-
-
-@pytest.mark.gpu
-def test_a_kernels_own_staging_through_shared_memory_on_the_gpu():
-    m, n, k = 1000, 1024, 296
-    kernel = tilec.compile(_user_staged(m, n, k), out_idx=[2], target="sm_90a", pass_configs=PLAIN)
-    assert "stmatrix.sync.aligned" in kernel.get_kernel_source()
-    torch.manual_seed(8)
-    a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
-    ref = 0.5 * (a.double() @ b.double())
-    got = kernel(a, b).double()
-    assert float((got - ref).norm() / ref.norm()) < 3e-3
