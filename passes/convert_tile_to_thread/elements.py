@@ -213,7 +213,8 @@ def lower_parallel(L: Lowerer, op: tile.ParallelOp) -> None:
         raise L.error(op, "T.Parallel without a layout: run tile-infer-layout first")
     ivs = {arg: d for d, arg in enumerate(op.body.block.args)}
     leader = L.replica_leader(layout)
-    outer, L.matrix_sink = L.matrix_sink, MatrixStores.open(L, layout) if _stores_unread(op) else None
+    sink = MatrixStores.open(L, layout)
+    outer, L.matrix_sink = L.matrix_sink, sink if sink is not None and _stores_unread(op) else None
     try:
         _lower_lanes(L, op, layout, ivs, leader)
         if L.matrix_sink is not None:

@@ -136,8 +136,7 @@ def _register_a(L: Lowerer, a: View, m: int, k: int) -> list[list[SSAValue]]:
             agg = L.emit(llvm.UndefOp(struct)).results[0]
             for j in range(4):
                 first = r * (k // 2) + 8 * s + 2 * j
-                pair = L.pack([L.frag_load(a, want.translate_slot(a.layout, first + e)) for e in (0, 1)])
-                reg = L.emit(llvm.BitcastOp(pair, i32)).results[0]
+                reg = L.pack_word([L.frag_load(a, want.translate_slot(a.layout, first + e)) for e in (0, 1)])
                 agg = L.emit(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [j]), agg, reg)).results[0]
             steps.append(agg)
         out.append(steps)
@@ -178,7 +177,7 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     if op.trans_a:  # A stored [k, m]: M-major (16-bit types only) as an N-major B; an m64 block is one 128-byte chunk
         layout_a, a_lbo, a_sbo = nvvm.MMALayout.COL, (a.shape[0] * a.chunk * 2 if a.chunk else 16), 8 * a.swizzle
     else:  # K-major rows wider than 128 bytes: 128-byte chunks
-        layout_a, a_lbo, a_sbo = nvvm.MMALayout.ROW, 16, 8 * (a.chunk or a.shape[1]) * eb if a.kind == "shared" else 0
+        layout_a, a_lbo, a_sbo = nvvm.MMALayout.ROW, 16, 8 * (a.chunk or a.shape[1]) * eb  # (unused for RS)
     if op.trans_b:  # B stored [n, k]: K-major like A
         layout_b = nvvm.MMALayout.COL
         b_lbo, b_sbo = 16, 8 * (b.chunk or b.shape[1]) * eb

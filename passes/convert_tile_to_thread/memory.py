@@ -204,6 +204,10 @@ class MemoryAccess:
             acc = self.emit(fast_ops.insert(v, acc, lane, typ)).results[0]
         return acc
 
+    def pack_word(self, pair: list[SSAValue]) -> SSAValue:
+        """Two 16-bit values as one 32-bit register (the first in the low half): an mma / stmatrix operand."""
+        return self.emit(llvm.BitcastOp(self.pack(pair), i32)).results[0]
+
     # -- fragments ------------------------------------------------------------------------
     def alloca(self, element_type: Attribute, count: int) -> SSAValue:
         op = memref.AllocaOp.get(element_type, shape=[count])

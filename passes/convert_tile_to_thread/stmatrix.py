@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import i32
+from xdsl.dialects import arith
 from xdsl.ir import Block, SSAValue
 
 from tilec.dialects import nvvm
@@ -93,8 +92,7 @@ class MatrixStores:
                 not _aligned(L, view, delta[1]) or self.layout.slot_coords(slot)[1][-1] != 0):
             return False
         (row, _), (col, _) = self.layout.index_parts(slot)
-        pair = L.pack([L.convert(v, view.element_type) for v in values])
-        word = L.emit(llvm.BitcastOp(pair, i32)).results[0]
+        word = L.pack_word([L.convert(v, view.element_type) for v in values])
         self.pairs.append(_Pair(view, row, col, word, delta))
         return True
 
@@ -145,10 +143,10 @@ def _warp_part(L: Lowerer, modes: tuple[Mode, ...]):
     return value
 
 
-def index_delta(indices, ivs: dict, dims: int = 2) -> tuple[int, int] | None:
+def index_delta(indices, ivs: dict) -> tuple[int, int] | None:
     """The constant offsets of a store's tile-level `indices` from the loop's variables, in order
     (`F[i, j]` stored at `X[i - 8, j]`: (-8, 0)); None for any other index."""
-    if len(indices) != dims:
+    if len(indices) != 2:
         return None
     out = []
     for d, index in enumerate(indices):
