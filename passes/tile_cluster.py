@@ -131,6 +131,8 @@ def _cluster(kernel: tile.KernelOp, ws: tile.WarpSpecializeOp) -> str | None:
     loops = [op for op in kernel.walk() if isinstance(op, tile.PersistentOp)]
     if not any(isinstance(op, tile.ForOp) and op.warp_specialized_stages is not None for op in ws.consumer.walk()):
         return "a hand-written T.ws region: tilec does not know its stage protocol"
+    if ws.all_producer_threads is not None:
+        return "the producer's threads copy some of its tiles (cp.async, see tilec.not_tma), which do not multicast"
     loads = [op for op in ws.producer.walk() if isinstance(op, tile.TmaLoadOp)]
     extents = [tile.constant_index(g) for g in kernel.grid]
     if None in extents:  # (the lowering pairs block indices over the whole grid)

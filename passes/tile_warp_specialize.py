@@ -6,10 +6,16 @@ Requires: tile-legalize-bounds; tile-select-mma (the loop's gemms have `mma = "w
   tile-infer-layout, tile-plan-shared-memory and tile-insert-barriers.
 Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipelined" with
   S stages whose staged copies (global regions into shared tiles only the loop uses, see
-  loop_stages) TMA can read, every op of the body but the allocations moves into the consumer
-  region of a `tile.warp_specialize` (the kernel's own threads), and the copies become
-  `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits for a free
-  stage (`empty`) and announces its bytes (`full`). A shared tile the loop's gemms read that a
+  loop_stages) TMA can read, at least one of them, every op of the body but the allocations
+  moves into the consumer region of a `tile.warp_specialize` (the kernel's own threads), and the
+  copies become `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits
+  for a free stage (`empty`) and announces its bytes (`full`). Decided per copy: one that TMA
+  cannot take (a stride that is no multiple of 16 bytes, a tensor at a run-time address, a tile
+  no TMA box fills) stays a `tile.copy {async}` (cp.async) into its stage, with the reason in
+  `tilec.not_tma`; then every producer thread runs the producer region
+  (`all_producer_threads`), arrives on `full` once its copies have landed (`after_copies`:
+  the stage's barrier counts 128 more arrivals), and the consumers fence the copies' bytes for
+  the async proxy after their wait (`fence_proxy`) before the wgmmas read them. A shared tile the loop's gemms read that a
   copy fills once before the loop (attention's Q) is loaded by the producer before its loop, on
   its own barrier (`loaded`), which the consumers wait for where the copy was. Each consumer
   iteration waits for its stage; a loop whose one gemm is all that touches its accumulator runs
@@ -50,7 +56,7 @@ Fails: never; a kernel that does not fit (see `_plan`) is left for tile-pipeline
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tilec.dialects import tile
 from xdsl.context import Context
@@ -71,20 +77,29 @@ from .tma_regions import tma_region_refusal
 
 __all__ = ["TileWarpSpecializePass", "arrive_per_warp", "operand_rings", "tma_box"]
 
+NOT_TMA = "tilec.not_tma"  # on a producer's cp.async copy: why TMA cannot take it
 NOT_RINGS = "tilec.not_operand_rings"  # why a two-gemm loop (attention) keeps one ring for all its staged tiles
 
 PRODUCER_THREADS = 128
 WARPGROUP = 128
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # CUTLASS's split for one producer and two consumer warpgroups
+COPYING_PRODUCER_REGS = 48  # a producer whose threads copy with cp.async (register_split)
 LEAN_PRODUCER_REGS = 32  # FlashAttention-3's producer beside three consumer warpgroups (which get 160)
 REGISTER_FILE = 65536  # 32-bit registers per multiprocessor (sm_90)
 
 
-def register_split(consumer_threads: int) -> tuple[int, int]:
+def register_split(consumer_threads: int, copying: bool = False) -> tuple[int, int]:
     """setmaxnreg for (the producer, each consumer thread): CUTLASS's 40 and 232 while the register
     file holds them; else the producer keeps 32 (FlashAttention-3's split: its TMA issue loop needs
     9 registers in our SASS) and the consumers take what is left in steps of 8 (three consumer
-    warpgroups: 160)."""
+    warpgroups: 160). `copying` (the producer's threads copy with cp.async, whose addresses take
+    registers: 40 spilled in the SASS of a 128x256 gemm): the producer keeps at least 48, the
+    consumers take up to 232 of the rest, and the producer what they leave, up to 64 (48 beside
+    two consumer warpgroups, 56 beside three, whose 152 hold a 64x192 accumulator)."""
+    if copying:
+        consumer = min(CONSUMER_REGS, (REGISTER_FILE - PRODUCER_THREADS * COPYING_PRODUCER_REGS) // consumer_threads
+                       // 8 * 8)
+        return min(64, (REGISTER_FILE - consumer_threads * consumer) // PRODUCER_THREADS // 8 * 8), consumer
     if (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads >= CONSUMER_REGS:
         return PRODUCER_REGS, CONSUMER_REGS
     fits = (REGISTER_FILE - PRODUCER_THREADS * LEAN_PRODUCER_REGS) // consumer_threads
@@ -132,15 +147,18 @@ class _Plan:
     stages: int
     preloads: list[tile.CopyOp]  # copies before the loop into tiles its gemms read: TMA, once
     rings: list[list[StagedCopy]] | None = None  # operand rings (`operand_rings`): the copies of each
+    not_tma: dict[tile.CopyOp, str] = field(default_factory=dict)  # staged copies TMA cannot take: why
 
 
 @dataclass
 class _Ring:
-    """One full/empty mbarrier pair over the stages, for the staged copies it carries."""
+    """One full/empty mbarrier pair over the stages, for the staged copies it carries (`by_threads`:
+    some of them by the producer's threads, cp.async)."""
 
     copies: list[StagedCopy]
     full: SSAValue
     empty: SSAValue
+    by_threads: bool = False
 
 
 def operand_rings(loop: tile.ForOp, copies: list[StagedCopy]) -> list[list[StagedCopy]] | None:
@@ -202,11 +220,15 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: i
     if not copies:
         _decline(loop, "no copies into shared tiles to stage")
         return None
+    not_tma = {}  # decided per copy: the producer's threads copy what TMA cannot take (cp.async)
     for c in copies:
         why = _static_tma_source(c.op) or (None if tma_box(c.alloc) is not None else "a tile TMA cannot fill")
         if why is not None:
-            _decline(loop, f"TMA cannot take {c.op.src.name_hint or 'a copy'}: {why}")
-            return None
+            not_tma[c.op] = why
+    if len(not_tma) == len(copies):
+        c = copies[0]
+        _decline(loop, f"TMA cannot take any of its copies ({c.op.src.name_hint or 'a copy'}: {not_tma[c.op]})")
+        return None
     staged = {c.alloc.result for c in copies}
     preloads: list[tile.CopyOp] = []
     for g in gemms:  # the wgmmas run on while the next iteration starts: only TMA may fill what they read
@@ -228,7 +250,7 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: i
     if stages is None:
         _decline(loop, "even one stage of its tiles does not fit the shared memory")
         return None
-    return _Plan(loop, copies, stages, preloads)
+    return _Plan(loop, copies, stages, preloads, not_tma=not_tma)
 
 
 def _root(value: SSAValue) -> SSAValue:
@@ -294,15 +316,23 @@ def _producer(plan: _Plan, buffers: dict, rings: list[_Ring], base: SSAValue | N
     done: dict[Operation, Operation] = {}
     for ring in rings:
         b.ops.append(tile.MBarrierWaitParityOp(ring.empty, free, stage))
+        loads = [c for c in ring.copies if c.op not in plan.not_tma]
         nbytes = sum(math.prod(c.alloc.result.type.shape) * _element_bytes(c.alloc.result.type.element_type)
-                     for c in ring.copies)
-        b.ops.append(tile.MBarrierExpectTxOp(ring.full, nbytes, stage))
+                     for c in loads)
+        if loads:
+            b.ops.append(tile.MBarrierExpectTxOp(ring.full, nbytes, stage))
         for c in ring.copies:
             src = clone_slice(c.op.src, body, loop.induction_var, iv, b, done)
             view = b.add(tile.StageOp(buffers[c.alloc], stage))
-            load = tile.TmaLoadOp(src, view, ring.full, stage)
+            if c.op in plan.not_tma:  # the producer's threads, cp.async; the reason stays in the IR
+                load = tile.CopyOp(src, view, is_async=True)
+                load.attributes[NOT_TMA] = StringAttr(plan.not_tma[c.op])
+            else:
+                load = tile.TmaLoadOp(src, view, ring.full, stage)
             load.location = c.op.location
             b.ops.append(load)
+        if ring.by_threads:  # each producer thread, once its copies have landed
+            b.ops.append(tile.MBarrierArriveOp(ring.full, stage, after_copies=True))
     b.ops.append(tile.YieldOp())
     new_body.add_ops(b.ops)
     producer_loop = tile.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(new_body)],
@@ -335,6 +365,9 @@ def _consume(plan: _Plan, buffers: dict, rings: list[_Ring], ring: tuple | None)
     head = Builder()
     i, stage, phase = _stage_and_phase(head, loop, loop.induction_var, stages, ring[0] if ring else None)
     waits = [tile.MBarrierWaitParityOp(r.full, phase, stage) for r in rings]  # moved below with several rings
+    for r, wait in zip(rings, waits):
+        if r.by_threads:  # cp.async bytes (the generic proxy) before the wgmmas read them (the async proxy)
+            wait.attributes["fence_proxy"] = UnitAttr()
     head.ops += waits
     views = {alloc: head.add(tile.StageOp(new, stage)) for alloc, new in buffers.items()}
     Rewriter.insert_op(head.ops, InsertPoint.at_start(body))
@@ -588,13 +621,16 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         buffers[c.alloc] = new.result
     barriers, rings = [], []
     for copies in plan.rings or [plan.copies]:
-        full = tile.AllocBarrierOp(1, plan.stages)
+        by_threads = any(c.op in plan.not_tma for c in copies)
+        loads = any(c.op not in plan.not_tma for c in copies)
+        # the TMA issuer's arrive.expect_tx, and each producer thread's arrival after its copies
+        full = tile.AllocBarrierOp(int(loads) + PRODUCER_THREADS * by_threads, plan.stages)
         empty = tile.AllocBarrierOp(kernel.num_threads // 32, plan.stages)  # lane 0 of every consumer warp arrives
         hint = copies[0].alloc.result.name_hint
         suffix = f"_{hint.removesuffix('_s')}" if plan.rings and hint else ""  # full_K, full_V
         full.result.name_hint, empty.result.name_hint = f"full{suffix}", f"empty{suffix}"
         barriers += [full, empty]
-        rings.append(_Ring(copies, full.result, empty.result))
+        rings.append(_Ring(copies, full.result, empty.result, by_threads))
     loaded = tile.AllocBarrierOp(1, 1) if plan.preloads else None
     preamble = []
     if loaded is not None:
@@ -648,8 +684,8 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         if loaded is not None:
             _await_preloads(plan, loaded.result)
         _consume(plan, buffers, rings, None)
-    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, *register_split(kernel.num_threads * groups),
-                               groups)
+    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, *register_split(kernel.num_threads * groups, bool(plan.not_tma)),
+                               groups, all_producer_threads=bool(plan.not_tma))
     ws.location = plan.loop.location
     for bar in barriers:
         bar.location = kernel.location

@@ -90,6 +90,21 @@ class MBarrierArriveExpectTxSharedOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CpAsyncMBarrierArriveSharedOp(IRDLOperation):
+    """`cp.async.mbarrier.arrive[.noinc].shared.b64 [addr]` (sm_80+): an arrival on the mbarrier
+    once all of the thread's earlier cp.async copies have landed. Without `noinc` the pending
+    count is raised by one first, so the arrival only holds the phase open until the copies land
+    (the thread arrives for itself as well); with `noinc` it is one of the phase's arrivals."""
+
+    name = "nvvm.cp.async.mbarrier.arrive.shared"
+    addr = operand_def(LLVMPointerType)
+    noinc = opt_prop_def(UnitAttr)
+
+    def verify_(self) -> None:
+        _check_ptr(self, self.addr, SHARED, "addr")
+
+
+@irdl_op_definition
 class FenceMbarrierInitOp(IRDLOperation):
     """`fence.mbarrier_init.release.cluster`: makes mbarrier.init visible to the async proxy
     (and the cluster) before the barrier is used."""
@@ -290,7 +305,7 @@ class StMatrixOp(IRDLOperation):
 
 HOPPER_OPS = [
     MBarrierInitSharedOp, MBarrierArriveSharedOp, MBarrierTryWaitParitySharedOp, MBarrierArriveExpectTxSharedOp,
-    FenceMbarrierInitOp, CpAsyncBulkTensorGlobalToSharedClusterOp, CpAsyncBulkTensorSharedCTAToGlobalOp,
+    CpAsyncMBarrierArriveSharedOp, FenceMbarrierInitOp, CpAsyncBulkTensorGlobalToSharedClusterOp, CpAsyncBulkTensorSharedCTAToGlobalOp,
     CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, PrefetchTensorMapOp, SetMaxRegisterOp, ElectSyncOp,
     BarrierOp, BarrierArriveOp, StMatrixOp, MapaSharedClusterOp, MBarrierArriveClusterOp, ClusterArriveOp,
     ClusterWaitOp,

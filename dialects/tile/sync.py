@@ -169,15 +169,22 @@ class MBarrierArriveOp(IRDLOperation):
     cluster = opt_attr_def(UnitAttr)
     """Arrive on this barrier of every block of the kernel's cluster (tile-cluster: a stage that
     the blocks fill for each other is free once every block's consumers released it)."""
+    after_copies = opt_attr_def(UnitAttr)
+    """The thread's `tile.copy {async}`s issued so far are part of this arrival: the phase cannot
+    complete before they have landed (`cp.async.mbarrier.arrive`, then the arrival itself). A
+    warp-specialized producer's cp.async copies complete on their stage's `full` barrier so."""
     assembly_format = "$barrier (`[` $index^ `]`)? attr-dict `:` type($barrier)"
 
-    def __init__(self, barrier: SSAValue, index: SSAValue | None = None):
-        super().__init__(operands=[barrier, [] if index is None else [index]])
+    def __init__(self, barrier: SSAValue, index: SSAValue | None = None, after_copies: bool = False):
+        super().__init__(operands=[barrier, [] if index is None else [index]],
+                         attributes={"after_copies": UnitAttr()} if after_copies else {})
 
     def verify_(self) -> None:
         _check_index(self, self.barrier, self.index)
         if self.cluster is not None:
             _check_clustered(self, "a cluster-wide arrival")
+        _require(self.cluster is None or self.after_copies is None,
+                 f"{self.name}: an arrival after the thread's copies is on its own block's barrier only")
 
 
 @irdl_op_definition
@@ -196,6 +203,10 @@ class MBarrierWaitParityOp(IRDLOperation):
     barrier = operand_def(MBarrierType)
     index = opt_operand_def(_INDEX)
     parity = operand_def(_INDEX)
+    fence_proxy = opt_attr_def(UnitAttr)
+    """The phase also completes threads' writes (a producer's cp.async copies, the generic proxy):
+    after the wait, `fence.proxy.async.shared::cta` orders them before the async proxy's reads
+    (wgmma, a TMA store) of this thread."""
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = "$barrier (`[` $index^ `]`)? `,` $parity attr-dict `:` type($barrier)"
 
@@ -359,6 +370,11 @@ class WarpSpecializeOp(IRDLOperation):
     producer_threads = prop_def(IntegerAttr)
     producer_regs = opt_prop_def(IntegerAttr)
     consumer_regs = opt_prop_def(IntegerAttr)
+    all_producer_threads = opt_prop_def(UnitAttr)
+    """Every producer thread runs the producer region (absent: its first thread alone), as its
+    `tile.copy {async}`s (cp.async, global to shared) need: the copies spread over the producer's
+    threads, each thread arrives on the stage's barrier after its copies (`after_copies`), and the
+    first thread alone announces bytes and issues the TMA loads."""
     consumer_groups = opt_prop_def(IntegerAttr)
     """Copies of the consumer region that run at once (absent: 1), group g on its own copy of the
     kernel's threads (g·T to g·T + T − 1 of the block, T = the kernel's threads), each with its own
@@ -371,8 +387,11 @@ class WarpSpecializeOp(IRDLOperation):
     assembly_format = "`producer` $producer `consumer` $consumer attr-dict"
 
     def __init__(self, producer: Block, consumer: Block, producer_threads: int = 128,
-                 producer_regs: int | None = None, consumer_regs: int | None = None, consumer_groups: int = 1):
+                 producer_regs: int | None = None, consumer_regs: int | None = None, consumer_groups: int = 1,
+                 all_producer_threads: bool = False):
         props = {"producer_threads": _i64(producer_threads)}
+        if all_producer_threads:
+            props["all_producer_threads"] = UnitAttr()
         if consumer_groups != 1:
             props["consumer_groups"] = _i64(consumer_groups)
         if producer_regs is not None:
@@ -389,6 +408,12 @@ class WarpSpecializeOp(IRDLOperation):
             _require(value is None or value.value.data in REGISTER_COUNTS,
                      f"{self.name}: {what} must be a multiple of 8 in [24, 256]")
         _require(1 <= self.groups <= 4, f"{self.name}: consumer_groups must be 1 to 4")
+        if self.all_producer_threads is None:
+            from .compute import CopyOp  # (compute imports this module through memory)
+
+            _require(not any(isinstance(op, CopyOp) for op in self.producer.walk()),
+                     f"{self.name}: a producer region that copies (tile.copy) needs all_producer_threads: "
+                     f"its first thread alone runs it otherwise")
 
     @property
     def groups(self) -> int:

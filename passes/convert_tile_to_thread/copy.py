@@ -146,17 +146,23 @@ def may_overlap(src: View, dst: View) -> bool:
 
 def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> None:
     """dst[i] = src[i] with `cp.async` (global to shared, 4/8/16 bytes a thread, zero-filled past
-    the tensor's end); groups that are not such vectors are copied by plain loads and stores,
-    which the async copies' wait and barrier order just as well."""
+    the tensor's end); a group that is no aligned 16-byte vector goes as halves that are (rows of
+    a tensor whose row stride is a multiple of 8 bytes only: 8-byte copies), and what is not even
+    a 4-byte vector by plain loads and stores, which the async copies' wait orders just as well."""
     leader = L.replica_leader(layout)
     esize = element_bytes(dst.element_type)
-    for group in slot_groups(layout):
+    pending = list(slot_groups(layout))
+    while pending:
+        group = pending.pop(0)
         index = L.layout_index(layout, group[0])
         si, di = squeeze_map(shape, src.shape, index), squeeze_map(shape, dst.shape, index)
         width = len(group)
         nbytes = width * esize
         if nbytes not in (4, 8, 16) or not (_walks_last_dim(src, width) and _walks_last_dim(dst, width) and
                                             L.vectorizable(src, si, width) and L.vectorizable(dst, di, width)):
+            if nbytes in (8, 16) and width % 2 == 0:
+                pending[:0] = [group[:width // 2], group[width // 2:]]
+                continue
             write_group(L, dst, di, group, read_group(L, src, si, group, layout), leader, layout)
             continue
         cond = L.in_bounds(src, si)

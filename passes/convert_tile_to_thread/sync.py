@@ -72,8 +72,12 @@ def cluster_sync(L: Lowerer) -> None:
 
 @uniform(tile.MBarrierArriveOp)
 def _arrive(L: Lowerer, op: tile.MBarrierArriveOp) -> None:
+    """`after_copies`: `cp.async.mbarrier.arrive` first (the phase waits for the thread's cp.async copies
+    so far), then the arrival itself, whose release covers the thread's plain stores as well."""
     proxy.fence_before_release(L, op)
     ptr = _barrier_ptr(L, op.barrier, op.index)
+    if op.after_copies is not None:
+        L.emit(nvvm.CpAsyncMBarrierArriveSharedOp.create(operands=[ptr]))
     if op.cluster is None:
         L.emit(nvvm.MBarrierArriveSharedOp.create(operands=[ptr], result_types=[i64]))
         return
@@ -83,17 +87,32 @@ def _arrive(L: Lowerer, op: tile.MBarrierArriveOp) -> None:
         L.emit(nvvm.MBarrierArriveClusterOp.create(operands=[remote.results[0], L.const(1, i32)]))
 
 
+@contextmanager
+def _issuer(L: Lowerer):
+    """Emits what one thread issues (TMA loads, expect_tx): inline, or under `tid == 0` in a
+    producer whose threads all run its region (`all_producer_threads`)."""
+    if not L.producer_threads:
+        yield
+        return
+    with _thread_zero(L):
+        yield
+
+
 @uniform(tile.MBarrierExpectTxOp)
 def _expect_tx(L: Lowerer, op: tile.MBarrierExpectTxOp) -> None:
-    L.emit(nvvm.MBarrierArriveExpectTxSharedOp.create(
-        operands=[_barrier_ptr(L, op.barrier, op.index), L.const(op.bytes.value.data, i32)]))
+    with _issuer(L):
+        L.emit(nvvm.MBarrierArriveExpectTxSharedOp.create(
+            operands=[_barrier_ptr(L, op.barrier, op.index), L.const(op.bytes.value.data, i32)]))
 
 
 @uniform(tile.MBarrierWaitParityOp)
 def _wait(L: Lowerer, op: tile.MBarrierWaitParityOp) -> None:
+    """`fence_proxy`: then `fence.proxy.async.shared::cta`, for the phase's cp.async bytes."""
     parity = L.emit(arith.IndexCastOp(L.ssa(L.val(op.parity)), i32)).results[0]
     L.emit(nvvm.MBarrierTryWaitParitySharedOp.create(
         operands=[_barrier_ptr(L, op.barrier, op.index), parity, L.const(0, i32)]))
+    if op.fence_proxy is not None:
+        fence_writes(L)
 
 
 # ------------------------------------------------------------------------------------ TMA
@@ -154,6 +173,12 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     bar = _barrier_ptr(L, op.barrier, op.index)
     plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
     mask = L.const((1 << blocks) - 1, i16) if blocks > 1 else None
+    with _issuer(L):
+        _tma_boxes(L, src, plain, rows, width, chunks, bands, height, blocks, tmap, row_dim, bar, mask)
+
+
+def _tma_boxes(L: Lowerer, src: View, plain: View, rows: int, width: int, chunks: int, bands: int, height: int,
+               blocks: int, tmap, row_dim: int, bar, mask) -> None:
     for j in range(chunks):
         for band in range(bands):
             # chunk j: all rows of columns [j*w, (j+1)*w); its band: rows [band*h, (band+1)*h)
@@ -271,12 +296,16 @@ def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
     with L.push(producer):
         if op.producer_regs is not None:
             L.emit(_setmaxnreg(op.producer_regs.value.data, nvvm.SetMaxRegisterAction.DECREASE))
-        first = L.emit(arith.CmpiOp(L.block_tid, L.const(consumers), "eq")).results[0]
-        one = Block()
-        L.emit(scf.IfOp(first, [], Region(one)))
-        with L.push(one):
-            lower_block(L, op.producer.block)
-            L.emit(scf.YieldOp())
+        if op.all_producer_threads is not None:
+            with _producer_threads(L, consumers, op.producer_threads.value.data):
+                lower_block(L, op.producer.block)
+        else:
+            first = L.emit(arith.CmpiOp(L.block_tid, L.const(consumers), "eq")).results[0]
+            one = Block()
+            L.emit(scf.IfOp(first, [], Region(one)))
+            with L.push(one):
+                lower_block(L, op.producer.block)
+                L.emit(scf.YieldOp())
         L.emit(scf.YieldOp())
     with L.push(consumer):
         if op.consumer_regs is not None:
@@ -291,6 +320,19 @@ def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
         finally:
             L.barrier_threads, L.barrier_id, L.scratch_shift = outer
         L.emit(scf.YieldOp())
+
+
+@contextmanager
+def _producer_threads(L: Lowerer, consumers: int, threads: int):
+    """Inside: the producer's threads are the block's threads, numbered from 0 after the consumers'
+    (their copies spread over them), with thread coordinates of their own."""
+    saved = L.tid, L.threads, L.coords, L.coord_anchor, L.producer_threads
+    tid = L._at_entry(arith.SubiOp(L.block_tid, L.const(consumers)))  # (negative in the consumers: unused there)
+    L.tid, L.threads, L.coords, L.coord_anchor, L.producer_threads = tid, threads, {}, None, True
+    try:
+        yield
+    finally:
+        L.tid, L.threads, L.coords, L.coord_anchor, L.producer_threads = saved
 
 
 def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:

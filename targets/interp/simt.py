@@ -451,7 +451,9 @@ def _gep(op, c):
 
 
 def _cp_async(op, c):
-    """The copy happens at issue (one legal order of an async copy); bytes past `cpSize` are zeros."""
+    """The copy happens at issue (one legal order of an async copy); bytes past `cpSize` are zeros.
+    Inside warp-specialized roles it reads at issue and lands later (simt_hopper: at the thread's
+    cp.async.wait_group, or when a waiter on the mbarrier that tracks it sees it complete)."""
     size = op.size.value.data
 
     def run(st):
@@ -469,7 +471,23 @@ def _cp_async(op, c):
             raise error_at(op, "cp.async with a partial source size is not supported by the simulator")
         _check(op, src.memory, s[full], None, width)
         data[full] = src.memory.array[s[full][:, None] + np.arange(width)]
-        dst.memory.array[d[:, None] + np.arange(width)] = data
+        at = d[:, None] + np.arange(width)
+        h = st.env.get("__hopper__")
+        if h is not None and h.roles and dst.memory.what == "shared":
+            item = dst.memory.array.dtype.itemsize
+            where = (_shared_byte_base(dst.memory, st.shared) + at.reshape(-1, 1) * item + np.arange(item)).ravel()
+            h.defer_copy(dst.memory.array, at, data, where)
+            return
+        dst.memory.array[at] = data
+
+    return run
+
+
+def _cp_async_wait(op, c):
+    def run(st):
+        h = st.env.get("__hopper__")
+        if h is not None and h.roles:
+            h.land_copies()
 
     return run
 
@@ -545,6 +563,7 @@ def _wgmma(op, c):
             keep = np.broadcast_to(np.asarray(st.env[op.scaleD], bool), (lanes,))
             acc = np.where(keep[:, None], acc, np.float32(0))
         raw = st.shared.array
+        hopper = st.env.get("__hopper__")
         out = np.zeros((lanes, n // 2), np.float32) if acc is None else acc.copy()
         t = np.arange(128)
         w, l = t // 32, t % 32
@@ -561,6 +580,8 @@ def _wgmma(op, c):
                 if addr is not None and (addr.min() < 0 or addr.max() + eb > raw.size):
                     raise error_at(op, f"wgmma operand at bytes [{addr.min()}, {addr.max() + eb}) outside the "
                                        f"{raw.size} bytes of shared memory (simulated)")
+                if addr is not None and hopper is not None and hopper.roles:
+                    hopper.check_async_operand(op, addr.ravel())
             if register_a:  # A element (row, k) of thread t, register j/2, half j%2 (HOPPER_KERNELS.md §1.4)
                 a = np.zeros((64, 16), np.float64)
                 packed = np.stack([r[sel] for r in regs], axis=1).view(half).reshape(128, 8).astype(np.float64)
@@ -673,7 +694,7 @@ HANDLERS: dict[type, Callable] = {
     gpu.ThreadIdOp: _thread_id, gpu.BlockIdOp: _block_id, gpu.GridDimOp: _grid_dim, gpu.BarrierOp: _nothing, nvvm.ShflSyncOp: _shuffle,
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
     nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
-    nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _nothing,
+    nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _cp_async_wait,
     nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _nothing,
     nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing,
     llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, llvm.IntToPtrOp: pointers.sim_int_to_ptr, nvvm.LdMatrixOp: _ldmatrix,

@@ -10,6 +10,11 @@ waits on that barrier's phase, so a consumer that reads a stage without waiting 
 data, as it could on the GPU. When every role is waiting on a phase that nothing can
 complete, the simulation stops with a located "deadlock" error instead of hanging.
 
+A cp.async copy inside the roles lands late too: when its thread waits for it (cp.async.wait_group),
+or, tracked by `cp.async.mbarrier.arrive`, when someone waits on that barrier's phase (the copies
+hold the phase open until then). Their bytes are then the waiting role's generic-proxy writes:
+its wgmma reads of them need its `fence.proxy.async.shared::cta` first, or a located error.
+
 Inside the roles the simulator also keeps the proxy rule of the PTX memory model: shared memory a
 role read through the generic proxy (ld.shared, ldmatrix) may be overwritten by a TMA load (the
 async proxy) only after that role's `fence.proxy.async.shared::cta`. The simulated loads read at
@@ -77,9 +82,10 @@ class _MBarrier:
     tx: int = 0
     phase: int = 0  # completed phases
     queued: list = field(default_factory=list)  # TMA loads not yet landed: (byte addresses, bytes)
+    copies: list = field(default_factory=list)  # cp.async copies that arrive here once landed: (_Copies, lanes)
 
     def complete_if_done(self) -> None:
-        if self.pending <= 0 and self.tx == 0 and not self.queued:
+        if self.pending <= 0 and self.tx == 0 and not self.queued and not self.copies:
             self.phase += 1
             self.pending = self.count
 
@@ -105,6 +111,22 @@ class Waiting:
         self.seen: dict[int, int] = {}  # waiting thread → the epoch it last checked its barrier at
         self.error: BaseException | None = None
         self.cluster_barrier = None  # a cluster's: simt_cluster._ClusterBarrier
+
+
+@dataclass
+class _Copies:
+    """A role's cp.async copies not yet landed: (destination array, element offsets (lanes, width),
+    the data, the shared byte addresses they write)."""
+
+    writes: list = field(default_factory=list)
+
+    def land(self) -> np.ndarray:
+        """Writes them; the shared bytes written."""
+        for array, at, data, _ in self.writes:
+            array[at] = data
+        where = [w for *_, w in self.writes]
+        self.writes = []
+        return np.concatenate(where) if where else np.zeros(0, np.int64)
 
 
 def _first_marked(masks: dict, where: np.ndarray) -> int | None:
@@ -140,6 +162,42 @@ class Hopper:
         self.bulk_open: dict[int, list] = {}  # thread → TMA stores issued since its last commit
         self.bulk_groups: dict[int, list[list]] = {}  # thread → its committed bulk groups, oldest first
         self.bulk_reading = np.zeros(shared.size, np.int32)  # shared bytes pending TMA stores still read
+        self.copies: dict[int, _Copies] = {}  # role thread → its cp.async copies issued, not yet landed
+
+    def defer_copy(self, array: np.ndarray, at: np.ndarray, data: np.ndarray, byte_addrs: np.ndarray) -> None:
+        """A cp.async copy inside the roles: it lands when its thread waits for it (cp.async.wait_group) or
+        when someone waits on the mbarrier its `cp.async.mbarrier.arrive` tracks it on, as late as the GPU may."""
+        self.copies.setdefault(threading.get_ident(), _Copies()).writes.append((array, at, data, byte_addrs))
+
+    def land_copies(self) -> None:
+        """cp.async.wait_group (or the end of a role): the calling thread's copies land now."""
+        pending = self.copies.pop(threading.get_ident(), None)
+        if pending is not None:
+            pending.land()
+
+    def track_copies(self, op, addr: int, lanes: int, noinc: bool) -> None:
+        """`cp.async.mbarrier.arrive` by `lanes` lanes: the calling thread's copies so far arrive on the
+        barrier at `addr` once they land (raising its pending count first, but with `noinc`)."""
+        pending = self.copies.pop(threading.get_ident(), None) or _Copies()
+        with self.cv:
+            bar = self.barrier(op, addr)
+            if not noinc:
+                bar.pending += lanes
+            bar.copies.append((pending, lanes))
+            self.changed()
+
+    def check_async_operand(self, op, where: np.ndarray) -> None:
+        """wgmma reads bytes `where` through the async proxy: the calling role must have fenced the
+        generic-proxy writes it acquired there (a producer's cp.async copies, landed by its wait)."""
+        mask = self.unfenced_writes.get(threading.get_ident())
+        if mask is None:
+            return
+        hit = mask[np.clip(where, 0, self.shared.size - 1)]
+        if hit.any():
+            byte = int(where[np.flatnonzero(hit)[0]])
+            raise error_at(op, f"wgmma reads shared byte {byte}, written through the generic proxy (cp.async, "
+                               "st.shared) with no fence.proxy.async.shared::cta between the wait for it and the "
+                               "read: the async proxy may read the old bytes on the GPU (simulated)")
 
     def generic_read(self, byte_addrs: np.ndarray) -> None:
         """The calling role read these shared bytes through the generic proxy (inside the roles)."""
@@ -222,12 +280,21 @@ class Hopper:
         return found
 
     def deliver(self, bar: _MBarrier) -> None:
-        if not bar.queued:
+        """The barrier's queued copies land (called by a waiter, with `cv` held): TMA loads complete their
+        bytes; cp.async copies their arrivals, their bytes now the waiter's generic writes to fence."""
+        if not bar.queued and not bar.copies:
             return
         for where, data in bar.queued:
             self.shared[where] = data
             bar.tx -= data.size
         bar.queued.clear()
+        for copies, lanes in bar.copies:
+            written = copies.land()
+            if written.size and self.roles:
+                mask = self.unfenced_writes.setdefault(threading.get_ident(), np.zeros(self.shared.size, bool))
+                mask[np.clip(written, 0, self.shared.size - 1)] = True
+            bar.pending -= lanes
+        bar.copies.clear()
         bar.complete_if_done()
         self.changed()
 
@@ -334,6 +401,23 @@ def _arrive(op, c, expect_tx: bool):
             h.changed()
         if not expect_tx:
             st.env[op.res] = np.int64(0)
+
+    return run
+
+
+def _cp_async_arrive(op, c):
+    noinc = op.noinc is not None
+
+    def run(st):
+        h = hopper_of(st)
+        n = _lanes(st)
+        addrs = _byte_addr(st, st.env[op.addr])[_active(st, n)]
+        if not addrs.size:
+            return
+        if np.any(addrs != addrs[0]):
+            raise error_at(op, "cp.async.mbarrier.arrive on different mbarriers within one role is not supported "
+                               "by the simulator")
+        h.track_copies(op, int(addrs[0]), int(addrs.size), noinc)
 
     return run
 
@@ -578,6 +662,7 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
         sub.mask = mask
         try:
             run(sub)
+            h.land_copies()  # (copies no one waited for land at the end, as they eventually do)
             h.check_bulk_done()
         except BaseException as e:  # noqa: BLE001 - re-raised in the block's thread
             errors.append(e)
@@ -644,6 +729,7 @@ HOPPER_HANDLERS = {
     nvvm.MBarrierArriveSharedOp: lambda op, c: _arrive(op, c, False),
     nvvm.MBarrierArriveExpectTxSharedOp: lambda op, c: _arrive(op, c, True),
     nvvm.MBarrierTryWaitParitySharedOp: _try_wait,
+    nvvm.CpAsyncMBarrierArriveSharedOp: _cp_async_arrive,
     nvvm.FenceMbarrierInitOp: _nothing,
     nvvm.FenceProxyOp: _fence_proxy,
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: _tma_load,

@@ -221,6 +221,12 @@ def _mbarrier_arrive(t: T, op) -> None:
     t.set(op, t.call("llvm.nvvm.mbarrier.arrive.shared", I64, t.operands(op)))
 
 
+@lowers(nvvm.CpAsyncMBarrierArriveSharedOp)
+def _cp_async_mbarrier_arrive(t: T, op: nvvm.CpAsyncMBarrierArriveSharedOp) -> None:
+    noinc = ".noinc" if op.noinc is not None else ""
+    t.call(f"llvm.nvvm.cp.async.mbarrier.arrive{noinc}.shared", VOID, t.operands(op))
+
+
 @lowers(nvvm.MBarrierTryWaitParitySharedOp)
 def _mbarrier_wait(t: T, op: nvvm.MBarrierTryWaitParitySharedOp) -> None:
     """loop: done = try_wait.parity(addr, phase); br done, exit, loop. The suspend-time
