@@ -24,6 +24,7 @@ Writes $OUT/bench_gemm.json when OUT is set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import statistics
@@ -51,6 +52,9 @@ sys.path.insert(0, HERE)
 from _common import bench_ms, device_name, print_table, rel_err, write_log  # noqa: E402
 
 ONCE = os.environ.get("BENCH_ONCE") == "1"
+# BENCH_GEMM_DYNAMIC=1: also the best tilec configuration built over T.dynamic sizes (M, N, K bound at the call:
+# tilec.aligned_sizes' build where the sizes are 16-byte multiples, the build for any sizes where not)
+DYNAMIC = os.environ.get("BENCH_GEMM_DYNAMIC") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # the interleaved re-timing of each implementation's best
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
 if os.environ.get("BENCH_GEMM_SHAPES"):
@@ -75,6 +79,7 @@ for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores i
     CONFIGS[f"{_name}-unbalanced"] = {**CONFIGS[_name], "tilec.balanced_waves": False}  # a block per SM
     CONFIGS[f"{_name}-nofma"] = {**CONFIGS[_name], "tilec.fp_contract": False}  # (nvcc's --fmad=false)
     CONFIGS[f"{_name}-nostmatrix"] = {**CONFIGS[_name], "tilec.stmatrix": False}  # pairs by 4-byte stores
+    CONFIGS[f"{_name}-nows"] = {**CONFIGS[_name], "tl.disable_warp_specialized": True}  # cp.async stages, wgmma
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
@@ -198,6 +203,18 @@ def tilec_best(build, args, ref, flops: int, log: list, label: str):
     return best
 
 
+@contextlib.contextmanager
+def _only(tiles: tuple, schedule: str):
+    """The sweep of `tilec_best` narrowed to one tile configuration and schedule."""
+    global TILES, SCHEDULES
+    saved = TILES, SCHEDULES
+    TILES, SCHEDULES = [tiles], [schedule]
+    try:
+        yield
+    finally:
+        TILES, SCHEDULES = saved
+
+
 def _interleaved(results: dict, calls: dict, log: list, case: list) -> dict:
     """Each implementation's best again, in ROUNDS rounds that take them in turn (a rotating first),
     the median of its rounds reported: the ratios then compare kernels timed in the same power and
@@ -264,6 +281,20 @@ def main() -> int:
         if best is not None:
             results["tilec"] = best[:4]
             calls["tilec"] = lambda kernel=best[4]: kernel(*args)
+        if best is not None and DYNAMIC and bias is None:  # the best tiles again, the kernel over T.dynamic sizes
+            tiles, _, schedule = best[2].partition(" ")
+            dyn_tiles = tuple(int(x) for x in tiles.split("x"))
+
+            def build_dynamic(bm, bn, bk, s, t, configs):
+                matmul.pass_configs = dict(configs)
+                return matmul(T.dynamic("m"), T.dynamic("n"), T.dynamic("k"), bm, bn, bk, s, t, dtype=tdt)
+            dlog: list = []
+            with _only(dyn_tiles, schedule or "plain"):
+                dbest = tilec_best(build_dynamic, args, ref, flops, dlog, "tilec T.dynamic")
+            log.append({"case": [what, m, n, k, dtype], "tilec_dynamic": dlog})
+            if dbest is not None:
+                results["tilec T.dynamic"] = dbest[:4]
+                calls["tilec T.dynamic"] = lambda kernel=dbest[4]: kernel(*args)
         if not ONCE and ROUNDS > 0:
             results = _interleaved(results, calls, log, [what, m, n, k, dtype])
         base = results["cuBLAS a@b"][0]

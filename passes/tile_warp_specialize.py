@@ -89,20 +89,23 @@ REGISTER_FILE = 65536  # 32-bit registers per multiprocessor (sm_90)
 
 
 def register_split(consumer_threads: int, copying: bool = False) -> tuple[int, int]:
-    """setmaxnreg for (the producer, each consumer thread): CUTLASS's 40 and 232 while the register
-    file holds them; else the producer keeps 32 (FlashAttention-3's split: its TMA issue loop needs
-    9 registers in our SASS) and the consumers take what is left in steps of 8 (three consumer
-    warpgroups: 160). `copying` (the producer's threads copy with cp.async, whose addresses take
-    registers: 40 spilled in the SASS of a 128x256 gemm): the producer keeps at least 48, the
-    consumers take up to 232 of the rest, and the producer what they leave, up to 64 (48 beside
-    two consumer warpgroups, 56 beside three, whose 152 hold a 64x192 accumulator)."""
+    """setmaxnreg for (the producer, each consumer thread) within the block's registers
+    (`launch_registers`): CUTLASS's 40 and 232 where they fit; else the producer keeps 32
+    (FlashAttention-3's split: its TMA issue loop needs 9 registers in our SASS) and the consumers take
+    what is left in steps of 8 (three consumer warpgroups: 160). `copying` (the producer's threads copy
+    with cp.async, whose addresses take registers: 40 spilled in the SASS of a 128x256 gemm): the
+    producer keeps at least 48, the consumers take up to 232 of the rest, the producer what they leave,
+    up to 64 (two consumer warpgroups: 56 and 224; one: 64 and 232; three: 56 and 152). A split over
+    the block's registers would leave the consumers' setmaxnreg.inc waiting forever (the GPU hung on
+    48 + 2 x 232 over 384 x 168, run s14b)."""
+    threads = consumer_threads + PRODUCER_THREADS
+    pool = threads * tile.launch_registers(threads)
     if copying:
-        consumer = min(CONSUMER_REGS, (REGISTER_FILE - PRODUCER_THREADS * COPYING_PRODUCER_REGS) // consumer_threads
-                       // 8 * 8)
-        return min(64, (REGISTER_FILE - consumer_threads * consumer) // PRODUCER_THREADS // 8 * 8), consumer
-    if (REGISTER_FILE - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads >= CONSUMER_REGS:
+        consumer = min(CONSUMER_REGS, (pool - PRODUCER_THREADS * COPYING_PRODUCER_REGS) // consumer_threads // 8 * 8)
+        return min(64, (pool - consumer_threads * consumer) // PRODUCER_THREADS // 8 * 8), consumer
+    if (pool - PRODUCER_THREADS * PRODUCER_REGS) // consumer_threads >= CONSUMER_REGS:
         return PRODUCER_REGS, CONSUMER_REGS
-    fits = (REGISTER_FILE - PRODUCER_THREADS * LEAN_PRODUCER_REGS) // consumer_threads
+    fits = (pool - PRODUCER_THREADS * LEAN_PRODUCER_REGS) // consumer_threads
     return LEAN_PRODUCER_REGS, fits // 8 * 8
 
 
@@ -188,7 +191,7 @@ def _decline(loop: tile.ForOp | None, why: str) -> None:
 
 
 def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: int = 1,
-          counted: bool = False) -> _Plan | None:
+          counted: bool = False, per_copy: bool = False) -> _Plan | None:
     loops = _top_loops(kernel)
     loop = loops[0] if len(loops) == 1 else None
     if loop is None:
@@ -225,9 +228,11 @@ def _plan(kernel: tile.KernelOp, limit: int, persistent: bool = False, groups: i
         why = _static_tma_source(c.op) or (None if tma_box(c.alloc) is not None else "a tile TMA cannot fill")
         if why is not None:
             not_tma[c.op] = why
-    if len(not_tma) == len(copies):
-        c = copies[0]
-        _decline(loop, f"TMA cannot take any of its copies ({c.op.src.name_hint or 'a copy'}: {not_tma[c.op]})")
+    if len(not_tma) == len(copies) or (not_tma and not per_copy):
+        c = next(c for c in copies if c.op in not_tma)
+        what = "any of its copies" if len(not_tma) == len(copies) else "every copy"
+        hint = "" if len(not_tma) == len(copies) else "; tilec.per_copy_tma copies it by the producer's threads"
+        _decline(loop, f"TMA cannot take {what} ({c.op.src.name_hint or 'a copy'}: {not_tma[c.op]}{hint})")
         return None
     staged = {c.alloc.result for c in copies}
     preloads: list[tile.CopyOp] = []
@@ -733,6 +738,12 @@ class TileWarpSpecializePass(ModulePass):
     `tilec.operand_rings`; FA3's pipeline_k / pipeline_v): attention's Q K^T waits for K only,
     K's stage goes back once S is computed, V's once P V is done."""
 
+    per_copy: bool = False
+    """Decide TMA or cp.async per copy (pass config `tilec.per_copy_tma`): a loop with a copy that TMA
+    cannot take is warp-specialized all the same, the producer's threads copying it (off: the loop is
+    left whole to tile-pipeline's cp.async stages). Off by default until the GPU has run it: simulated,
+    assembled, its first GPU run hung at the register split, since fixed (bench/NOTES.md, session 14)."""
+
     softmax_overlap: bool = False
     """FlashAttention-3's intra-warpgroup overlap (pass config `tilec.softmax_overlap`, implies
     `operand_rings`; softmax_overlap.py): the consumer loop rotated so that the softmax of block j
@@ -749,7 +760,7 @@ class TileWarpSpecializePass(ModulePass):
             # tiles of different lengths only when persistence is asked for, and for one consumer group (each
             # group's count of ring positions would miss the other group's tiles)
             counted = self.persistent is True and groups == 1
-            plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups, counted)
+            plan = _plan(kernel, shared_limit(self.target, self.limit), wanted, groups, counted, self.per_copy)
             if plan is None:
                 continue
             candidate = gemms > 1  # attention's two gemms (plan.loop is the one top-level loop)

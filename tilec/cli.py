@@ -88,7 +88,8 @@ def cmd_compile(args) -> int:
         from tilec.jit import JITKernel
         from tilec.target import resolve_target
 
-        compiled = JITKernel(program, resolve_target(args.arch or "sm_90a"), {})
+        # one image for every call: the build for any sizes (no launcher here checks them, size_variants.py)
+        compiled = JITKernel(program, resolve_target(args.arch or "sm_90a"), {"tilec.aligned_sizes": False})
         text = compiled._backend.emit(emit)
         if emit in ("ptx", "cubin") and args.output not in (None, "-"):
             with open(os.path.splitext(args.output)[0] + ".json", "w", encoding="utf-8") as f:

@@ -118,7 +118,7 @@ class JITKernel:
         self.pass_configs = pass_configs or {}
         self.out_idx = list(program.returns)
         self._backend = compiler.build(program, target, self.pass_configs, execution_backend=execution_backend,
-                                       build_key=build_key)
+                                       build_key=build_key, make_program=make_program)
 
     @property
     def params(self):

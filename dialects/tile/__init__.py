@@ -75,7 +75,7 @@ from .memory import (
     StageOp,
     StoreOp,
 )
-from .pointers import MakeTensorOp, built_from_pointer, tensor_root
+from .pointers import ALIGNED_SIZES, MakeTensorOp, built_from_pointer, size_multiple, tensor_root
 from .parallel_body import (
     block_level_name,
     missing_loop_dims,
@@ -100,6 +100,7 @@ from .structure import (
     constant_index,
 )
 from .sync import (
+    launch_registers,
     AllocBarrierOp,
     BarrierOp,
     ConsumerGroupOp,
@@ -286,6 +287,9 @@ __all__ = [
     "reduced_shape",
     "squeezed",
     "tensor_root",
+    "size_multiple",
+    "launch_registers",
+    "ALIGNED_SIZES",
     "tile_type",
     "varies_per_element",
     "xor_swizzle",

@@ -80,3 +80,26 @@ def tensor_root(value: SSAValue) -> SSAValue:
 def built_from_pointer(value: SSAValue) -> bool:
     """Whether the global tensor `value` views memory at a run-time address (`tile.make_tensor`)."""
     return isinstance(tensor_root(value).owner, MakeTensorOp)
+
+
+ALIGNED_SIZES = "tilec.aligned_sizes"
+"""The attribute of a kernel's `func.func` (pass config `tilec.aligned_sizes`, set by the compiler
+for a build that the launcher only runs where it holds, tilec/compiler/size_variants.py): per
+argument, per dim, a multiple that its run-time size is known to be (1: nothing known)."""
+
+
+def size_multiple(tensor: SSAValue, dim: int) -> int:
+    """The multiple the run-time size of dim `dim` of the kernel argument that `tensor` views is
+    known to be (`ALIGNED_SIZES`); 1 where nothing is known (a tensor at a run-time address too)."""
+    from xdsl.ir import Block
+
+    root = tensor_root(tensor)
+    block = root.owner
+    if not isinstance(block, Block) or block.parent_op() is None:
+        return 1
+    attr = block.parent_op().attributes.get(ALIGNED_SIZES)
+    if attr is None or root.index >= len(attr.data):
+        return 1
+    multiples = attr.data[root.index].get_values()
+    return multiples[dim] if dim < len(multiples) else 1
+

@@ -79,6 +79,13 @@ def tma_chunks(dst: SSAValue) -> int:
     cols = tile_type(dst).shape[-1]
     return cols // ((alloc.chunk_columns if isinstance(alloc, AllocOp) else 0) or cols)
 REGISTER_COUNTS = range(24, 257, 8)
+
+
+def launch_registers(threads: int) -> int:
+    """The registers each thread of a block of `threads` starts with (ptxas: the 65536 of a
+    multiprocessor over the threads, at most 255, in steps of 8). setmaxnreg moves registers within
+    the block's `threads * launch_registers(threads)`, no more: CUTLASS's 40 + 2 x 232 fill 384 x 168."""
+    return min(65536 // threads, 255) // 8 * 8
 """setmaxnreg's register counts: 24 to 256 in steps of 8."""
 
 
@@ -408,6 +415,17 @@ class WarpSpecializeOp(IRDLOperation):
             _require(value is None or value.value.data in REGISTER_COUNTS,
                      f"{self.name}: {what} must be a multiple of 8 in [24, 256]")
         _require(1 <= self.groups <= 4, f"{self.name}: consumer_groups must be 1 to 4")
+        kernel = self.parent_op()
+        while kernel is not None and not isinstance(kernel, KernelOp):
+            kernel = kernel.parent_op()
+        if kernel is not None and self.producer_regs is not None and self.consumer_regs is not None:
+            producers, consumers = self.producer_threads.value.data, kernel.num_threads * self.groups
+            wanted = producers * self.producer_regs.value.data + consumers * self.consumer_regs.value.data
+            pool = (producers + consumers) * launch_registers(producers + consumers)
+            _require(wanted <= pool,
+                     f"{self.name}: setmaxnreg asks for {wanted} registers ({producers} x "
+                     f"{self.producer_regs.value.data} + {consumers} x {self.consumer_regs.value.data}), more than "
+                     f"the block's {pool}: the consumers' setmaxnreg.inc would wait forever")
         if self.all_producer_threads is None:
             from .compute import CopyOp  # (compute imports this module through memory)
 

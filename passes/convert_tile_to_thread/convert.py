@@ -250,6 +250,7 @@ def lower_kernel_func(f: func.FuncOp, module: ModuleOp, stmatrix: bool = True) -
         value = L.emit(arith.IndexCastOp(entry.args[len(tensors) + sizes.index((ti, axis))], INDEX)).results[0]
         L.sizes[(tensors[ti], axis)] = value
         L.vmap[d.result] = value
+        L.mults[value] = tile.size_multiple(tensors[ti], axis)  # (a build for aligned sizes: their multiple)
     for op in pre:
         if isinstance(op, tile.DimOp):
             continue

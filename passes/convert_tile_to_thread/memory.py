@@ -137,8 +137,7 @@ class MemoryAccess:
             return False
         if math.gcd(self.mult(self.flat_probe(view, index)), width) != width:
             return False
-        return view.in_bounds or view.kind != "global" or (isinstance(view.dims[-1], int) and
-                                                          view.dims[-1] % width == 0)
+        return view.in_bounds or view.kind != "global" or self.mult(view.dims[-1]) % width == 0
 
     def flat_probe(self, view: View, index: list[Index]) -> Index:
         """The known multiple of a flat address, without emitting """

@@ -299,6 +299,9 @@ def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
         if op.all_producer_threads is not None:
             with _producer_threads(L, consumers, op.producer_threads.value.data):
                 lower_block(L, op.producer.block)
+                # no thread leaves with copies in flight (CUTLASS's producer_tail waits likewise)
+                L.emit(nvvm.CpAsyncCommitGroupOp())
+                L.emit(nvvm.CpAsyncWaitGroupOp.create(properties={"n": IntegerAttr(0, i32)}))
         else:
             first = L.emit(arith.CmpiOp(L.block_tid, L.const(consumers), "eq")).results[0]
             one = Block()

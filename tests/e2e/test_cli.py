@@ -196,3 +196,18 @@ def test_a_persistent_kernels_manifest_gives_its_balanced_grid(tmp_path):
     assert g["formula"] == "(ceildiv(32 * 64 * 1, ceildiv(32 * 64 * 1, min(32 * 64 * 1, multiprocessors))), 1, 1)"
     grid = GridExpr(g["steps"], g["outputs"], g["persistent"], g["cluster"], g["balanced"])
     assert grid.evaluate({}, 132) == (128, 1, 1)  # 2048 tiles, 16 each
+
+
+def test_compile_writes_the_build_for_any_sizes_of_a_dynamic_kernel(tmp_path):
+    """One image for every call: without a launcher to check the sizes, `tilec compile` writes the build that
+    takes any run-time sizes (no TMA over a tensor whose row is a run-time size), not the aligned one
+    the JIT runs where the sizes are 16-byte multiples (size_variants.py)."""
+    import json
+
+    out = tmp_path / "dyn.ptx"
+    proc = _tilec("compile", GOOD, "--kernel", "dynamic_gemm", "--arch", "sm_90a", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "wgmma.mma_async" in text and "cp.async.bulk.tensor" not in text
+    manifest = json.loads((tmp_path / "dyn.json").read_text())
+    assert manifest["params"][0]["shape"] == ["m", "k"]

@@ -57,23 +57,32 @@ def collect_paused() -> None:
         gc.collect(0)
 
 
-def build(program, target, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None):
-    """The backend that runs `program` on `target`, built (or taken from the cache) now."""
+def build(program, target, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None,
+          make_program=None):
+    """The backend that runs `program` on `target`, built (or taken from the cache) now. A kernel with
+    run-time inner sizes gets a build for sizes of 16-byte multiples and one for any sizes, made at
+    its first call that needs it (size_variants.py; `make_program`: the frontend again, for a
+    program restored from the cache)."""
     if target.kind == "interp":
         from tilec.compiler.cpu_backends import InterpBackend
 
         return InterpBackend(program)
+    from tilec.compiler import size_variants
     from tilec.compiler.multi_kernel import MultiKernelBackend, kernel_count
 
     if target.kind == "sim":
         from tilec.compiler.cpu_backends import SimBackend
 
-        make = lambda p: SimBackend(p, target, pass_configs)  # noqa: E731
+        make = lambda p, configs, key: SimBackend(p, target, configs)  # noqa: E731
     else:
         from tilec.compiler.cuda_backend import CudaBackend
 
-        make = lambda p: CudaBackend(p, target, pass_configs, execution_backend=execution_backend,  # noqa: E731
-                                     build_key=build_key)
+        make = lambda p, configs, key: CudaBackend(p, target, configs, execution_backend=execution_backend,  # noqa: E731
+                                                   build_key=key)
+    needed = size_variants.size_multiples(program) if pass_configs.get(size_variants.CONFIG, True) else {}
     if kernel_count(program) > 1:
-        return MultiKernelBackend(program, make)
-    return make(program)
+        return MultiKernelBackend(program, lambda p: make(p, {**pass_configs, size_variants.CONFIG: False}, build_key))
+    if needed:
+        return size_variants.SizeVariants(program, make, pass_configs, needed, build_key=build_key,
+                                          make_program=make_program)
+    return make(program, pass_configs, build_key)

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 from tilec import config
+from tilec.compiler import size_variants
 from tilec.compiler.launch import SCALAR_SIZE_PREFIX, GridExpr, LaunchSpec
 from tilec.errors import TilecError, loc_of
 
@@ -124,6 +125,8 @@ def run_tile_passes(program, target, pass_configs: dict | None = None, *, dump_d
     ctx = context()
     dump_dir = config.DUMP_IR if dump_dir is None else dump_dir
     module = program.module.clone()
+    if pass_configs.get(size_variants.CONFIG):  # a build the launcher runs for sizes of 16-byte multiples only
+        size_variants.annotate(module, program)
     for p in cuda_tile_passes(target, pass_configs):
         p.apply(ctx, module)
         if config.VERIFY:

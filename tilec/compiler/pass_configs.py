@@ -76,6 +76,17 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "
               "off)"),
+    _honoured("tilec.per_copy_tma", "TILEC_PER_COPY_TMA",
+              "a T.Pipelined wgmma loop with a copy TMA cannot take (a stride of no 16-byte multiple) is "
+              "warp-specialized all the same, that copy by the producer warpgroup's threads (cp.async onto the "
+              "stage's mbarrier), the others by TMA (off by default until run on the GPU: the loop then goes whole "
+              "to cp.async stages)"),
+    _honoured("tilec.aligned_sizes", "TILEC_ALIGNED_SIZES",
+              "a kernel whose tensors have run-time inner sizes (K of A[M, K]) is built for sizes of 16-byte "
+              "multiples (TMA, 16-byte copies, warp specialization), the launcher checking each call's sizes and "
+              "running a second build, made at the first call that needs it, for any others (on by default for "
+              "the JIT; `tilec compile`, whose one image must take any sizes, writes the build for any sizes); "
+              "False builds for any sizes only"),
     _honoured("tilec.cluster", "TILEC_CLUSTER",
               "tile-cluster (off by default: plain kernels 2-15 % slower than unclustered on the H200, "
               "persistent ones even to 1 % slower at 8192^3, run s11a): the blocks (or a persistent kernel's tiles) "

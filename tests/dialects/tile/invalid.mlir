@@ -1176,3 +1176,37 @@ func.func @tma_store_wait_of_a_fragment() {
   }
   func.return
 }
+
+// -----
+
+// tile.warp_specialize: setmaxnreg moves registers within the block's (384 threads start with 168 each):
+// 128 x 48 + 256 x 232 is 1024 more, and the consumers' setmaxnreg.inc would wait for them forever.
+func.func @warp_specialize_registers_over_the_block() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [256, 1, 1] {
+    // expected-error@+1 {{tile.warp_specialize: setmaxnreg asks for 65536 registers (128 x 48 + 256 x 232), more than the block's 64512: the consumers' setmaxnreg.inc would wait forever}}
+    tile.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumer {
+      %c = arith.constant 0 : index
+    } {producer_threads = 128 : i64, producer_regs = 48 : i64, consumer_regs = 232 : i64}
+  }
+  func.return
+}
+
+// -----
+
+// tile.warp_specialize: a producer region that copies (cp.async) is run by all of its threads.
+func.func @warp_specialize_copying_producer_of_one_thread(%A: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.warp_specialize: a producer region that copies (tile.copy) needs all_producer_threads: its first thread alone runs it otherwise}}
+    tile.warp_specialize producer {
+      tile.copy %A, %s {async} : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, shared>
+    } consumer {
+      %c = arith.constant 0 : index
+    } {producer_threads = 128 : i64}
+  }
+  func.return
+}
