@@ -427,9 +427,7 @@ class WarpSpecializeOp(IRDLOperation):
                      f"{self.producer_regs.value.data} + {consumers} x {self.consumer_regs.value.data}), more than "
                      f"the block's {pool}: the consumers' setmaxnreg.inc would wait forever")
         if self.all_producer_threads is None:
-            from .compute import CopyOp  # (compute imports this module through memory)
-
-            _require(not any(isinstance(op, CopyOp) for op in self.producer.walk()),
+            _require(not any(op.name == "tile.copy" for op in self.producer.walk()),
                      f"{self.name}: a producer region that copies (tile.copy) needs all_producer_threads: "
                      f"its first thread alone runs it otherwise")
 

@@ -1,8 +1,9 @@
 """Kernels over run-time sizes (`T.dynamic`): the build for sizes of 16-byte multiples and the build for
-any sizes (tilec/compiler/size_variants.py, pass config `tilec.aligned_sizes`). A dynamic inner size
+others (tilec/compiler/size_variants.py, pass config `tilec.aligned_sizes`). A dynamic inner size
 is a row stride; assumed a multiple of 16 bytes, TMA reads the tensor and its rows take 16-byte
 copies, so a dynamic gemm is warp-specialized as a static one is; a call whose sizes are not such
-multiples runs the second build, made then. Simulated against float64; the GPU runs both builds."""
+multiples runs a build for the multiples they have (8-byte copies for rows of 8-byte multiples), made
+then. Simulated against float64; the GPU runs the aligned build and another."""
 
 import re
 
@@ -56,18 +57,23 @@ def test_a_dynamic_gemm_is_warp_specialized_for_aligned_sizes():
     assert len(backend.variants) == 1
 
 
-def test_sizes_of_no_16_byte_multiple_run_the_build_for_any_sizes():
+def test_sizes_of_no_16_byte_multiple_run_a_build_for_the_multiples_they_have():
     kernel = tilec.compile(dynamic_gemm(128, 128, 64), out_idx=[2], target="sim")
     backend = kernel._backend
-    _run(kernel, 136, 204, 196)  # n and k: 2 and 4 halves past a multiple of 8
+    _run(kernel, 136, 204, 196)  # n and k: multiples of 4 halves, not of 8: rows of 8-byte multiples
     assert len(backend.variants) == 2
-    other = backend.variants[1].lowered.stage("tile-opt")
-    assert "tile.warp_specialize" not in other and "tilec.aligned_sizes = " not in other
-    assert re.search(r'not_warp_specialized = "TMA cannot take any of its copies \(.*a run-time row stride', other)
+    fours = backend.variants[1].lowered.stage("tile-opt")
+    assert "tilec.aligned_sizes = [array<i64: 1, 4>, array<i64: 4, 4>, array<i64: 1, 4>]" in fours
+    assert "tile.warp_specialize" not in fours  # no TMA over 8-byte rows: cp.async stages of 8-byte copies
+    assert re.search(r'not_warp_specialized = "TMA cannot take any of its copies \(.*a run-time row stride', fours)
+    assert "nvvm.cp.async.shared.global" in backend.variants[1].lowered.stage("thread")
     assert backend.for_sizes({"m": 7, "n": 64, "k": 64}) is backend.aligned
-    assert backend.for_sizes({"m": 64, "n": 64, "k": 60}) is backend.variants[1]
+    assert backend.for_sizes({"m": 64, "n": 100, "k": 60}) is backend.variants[1]
     _run(kernel, 64, 64, 200)  # k = 200 = 8 * 25: the aligned build again
-    assert len(backend.variants) == 2
+    _run(kernel, 70, 203, 67)  # odd sizes: the build that assumes nothing (element by element)
+    assert len(backend.variants) == 3
+    assert "tilec.aligned_sizes = " not in backend.variants[2].lowered.stage("tile-opt")
+    assert size_variants.size_class({"k": 8, "n": 8}, {"k": 4100, "n": 203}) == {"k": 4, "n": 1}
 
 
 def test_aligned_sizes_off_builds_for_any_sizes_only():

@@ -60,9 +60,9 @@ def collect_paused() -> None:
 def build(program, target, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None,
           make_program=None):
     """The backend that runs `program` on `target`, built (or taken from the cache) now. A kernel with
-    run-time inner sizes gets a build for sizes of 16-byte multiples and one for any sizes, made at
-    its first call that needs it (size_variants.py; `make_program`: the frontend again, for a
-    program restored from the cache)."""
+    run-time inner sizes gets a build for sizes of 16-byte multiples, and others for the multiples a
+    call's sizes have, each made at the first call that needs it (size_variants.py; `make_program`:
+    the frontend again, for a program restored from the cache)."""
     if target.kind == "interp":
         from tilec.compiler.cpu_backends import InterpBackend
 

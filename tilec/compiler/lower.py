@@ -125,8 +125,9 @@ def run_tile_passes(program, target, pass_configs: dict | None = None, *, dump_d
     ctx = context()
     dump_dir = config.DUMP_IR if dump_dir is None else dump_dir
     module = program.module.clone()
-    if pass_configs.get(size_variants.CONFIG):  # a build the launcher runs for sizes of 16-byte multiples only
-        size_variants.annotate(module, program)
+    assumed = pass_configs.get(size_variants.CONFIG)  # True: sizes of 16-byte multiples; a dict: those multiples
+    if assumed:  # (a build the launcher runs only for calls whose sizes are such multiples)
+        size_variants.annotate(module, program, assumed if isinstance(assumed, dict) else None)
     for p in cuda_tile_passes(target, pass_configs):
         p.apply(ctx, module)
         if config.VERIFY:

@@ -84,7 +84,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tilec.aligned_sizes", "TILEC_ALIGNED_SIZES",
               "a kernel whose tensors have run-time inner sizes (K of A[M, K]) is built for sizes of 16-byte "
               "multiples (TMA, 16-byte copies, warp specialization), the launcher checking each call's sizes and "
-              "running a second build, made at the first call that needs it, for any others (on by default for "
+              "running, for others, a build for the multiples they have, made at the first such call (on by default for "
               "the JIT; `tilec compile`, whose one image must take any sizes, writes the build for any sizes); "
               "False builds for any sizes only"),
     _honoured("tilec.cluster", "TILEC_CLUSTER",
