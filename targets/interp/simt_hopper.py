@@ -10,6 +10,10 @@ waits on that barrier's phase, so a consumer that reads a stage without waiting 
 data, as it could on the GPU. When every role is waiting on a phase that nothing can
 complete, the simulation stops with a located "deadlock" error instead of hanging.
 
+setmaxnreg moves registers within the block's pool (its threads times the registers each started
+with): an increase waits until the other roles' decreases leave it room, and one that never fits
+is a located deadlock, as it hangs on the GPU.
+
 A cp.async copy inside the roles lands late too: when its thread waits for it (cp.async.wait_group),
 or, tracked by `cp.async.mbarrier.arrive`, when someone waits on that barrier's phase (the copies
 hold the phase open until then). Their bytes are then the waiting role's generic-proxy writes:
@@ -163,6 +167,39 @@ class Hopper:
         self.bulk_groups: dict[int, list[list]] = {}  # thread → its committed bulk groups, oldest first
         self.bulk_reading = np.zeros(shared.size, np.int32)  # shared bytes pending TMA stores still read
         self.copies: dict[int, _Copies] = {}  # role thread → its cp.async copies issued, not yet landed
+        self.lane_registers: np.ndarray | None = None  # per thread of the block: its registers (setmaxnreg)
+        self.starved: tuple | None = None  # (op, message) of a setmaxnreg.inc waiting for registers
+
+    def set_registers(self, op, lanes: np.ndarray, count: int, increase: bool) -> None:
+        """`setmaxnreg` by the active `lanes` (a mask over the block's threads): each keeps `count`
+        registers, out of the block's pool, its threads times the registers each started with; an
+        increase waits until the pool holds it (the other roles' decreases), as the GPU's does: one it
+        never holds is a located deadlock."""
+        from tilec.dialects.tile import launch_registers
+
+        block = lanes.size
+        start = launch_registers(block)
+        if self.lane_registers is None or self.lane_registers.size != block:
+            self.lane_registers = np.full(block, start, np.int64)
+        held = self.lane_registers
+
+        def asked() -> int:
+            return int(np.where(lanes, count, held).sum())
+
+        def starved() -> str:
+            return (f"simulated deadlock: setmaxnreg.inc to {count} registers for {int(lanes.sum())} threads waits "
+                    f"for registers the block never frees (its {block} threads start with {start} each; the "
+                    f"threads would hold {asked()} of {block * start})")
+
+        with self.cv:
+            if increase:
+                self.starved = (op, starved)  # the cause to report, whichever waiter finds the deadlock
+                try:
+                    self.block_until(op, lambda: asked() <= block * start, starved)
+                finally:
+                    self.starved = None
+            held[lanes] = count
+            self.changed()
 
     def defer_copy(self, array: np.ndarray, at: np.ndarray, data: np.ndarray, byte_addrs: np.ndarray) -> None:
         """A cp.async copy inside the roles: it lands when its thread waits for it (cp.async.wait_group) or
@@ -347,7 +384,8 @@ class Hopper:
                 return
             self.seen[me] = self.epoch
             if len(self.seen) >= self.running and all(e == self.epoch for e in self.seen.values()):
-                self.error = error_at(op, stuck())
+                at, why = self.starved if self.starved is not None else (op, stuck)  # (the root cause first)
+                self.error = error_at(at, why())
                 self.cv.notify_all()
                 raise self.error
             self.cv.wait(timeout=60)
@@ -702,6 +740,17 @@ def _nothing(op, c):
     return None
 
 
+def _setmaxnreg(op, c):
+    count, increase = op.regCount.value.data, op.action.data == nvvm.SetMaxRegisterAction.INCREASE
+
+    def run(st):
+        lanes = np.array(_active(st, _lanes(st)), bool)
+        if lanes.any():
+            hopper_of(st).set_registers(op, lanes, count, increase)
+
+    return run
+
+
 def _fence_proxy(op, c):
     if op.kind.data not in (nvvm.ProxyKind.ASYNC_SHARED, nvvm.ProxyKind.ASYNC):
         return None
@@ -737,7 +786,7 @@ HOPPER_HANDLERS = {
     nvvm.CpAsyncBulkCommitGroupOp: _bulk_commit,
     nvvm.CpAsyncBulkWaitGroupOp: _bulk_wait,
     nvvm.PrefetchTensorMapOp: _nothing,
-    nvvm.SetMaxRegisterOp: _nothing,
+    nvvm.SetMaxRegisterOp: _setmaxnreg,
     nvvm.ElectSyncOp: _elect,
     nvvm.BarrierOp: _named_barrier,
     nvvm.BarrierArriveOp: lambda op, c: _named_barrier(op, c, wait=False),

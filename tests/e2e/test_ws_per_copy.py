@@ -130,3 +130,20 @@ def test_per_copy_producer_large_on_the_gpu():
                            pass_configs={**PER_COPY, "tilec.persistent": True})
     _check_ir(kernel, ["b"])
     _compare(kernel, shape, kw, "cuda", seed=5)
+
+
+def test_the_simulator_holds_setmaxnreg_to_the_blocks_registers(monkeypatch):
+    """The split that hung on the GPU (48 + 2 x 232 over a block of 384 x 168): the consumers' setmaxnreg.inc
+    waits for registers no role frees, a located deadlock in the simulator too (the verifier, run after every
+    pass under TILEC_VERIFY, refuses the split before; here it is bypassed to reach the thread level)."""
+    import tilec.passes.tile_warp_specialize as ws
+    from tilec import config
+
+    monkeypatch.setattr(config, "VERIFY", False)
+    split = ws.register_split
+    monkeypatch.setattr(ws, "register_split", lambda threads, copying=False: (48, 232) if threads == 256 else
+                        split(threads, copying))
+    kernel = tilec.compile(_gemm(128, 256, 128), out_idx=[2], target="sim")
+    with pytest.raises(tilec.TilecError, match=r"(?s)simulated deadlock: setmaxnreg\.inc to 232 registers for 256 "
+                                               r"threads .* would\s+hold 65536 of 64512"):
+        _compare(kernel, (128, 256, 128), {})
