@@ -170,7 +170,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
         "tile-plan-shared-memory has one placement (liveness-based reuse, largest buffer first)"),
     _na("tl.debug_merge_shared_memory_allocations", "TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS",
         "no debug print of the shared-memory plan: get_ir('tile-opt') shows every buffer's offset"),
-    _na("tl.dynamic_alignment", "TL_DYNAMIC_ALIGNMENT", "tilec assumes no alignment of dynamic sizes"),
+    _na("tl.dynamic_alignment", "TL_DYNAMIC_ALIGNMENT", "tilec checks each call's dynamic sizes and runs a build for "
+        "the multiples of 16 bytes they have (tilec.aligned_sizes), assuming no alignment it has not checked"),
     _na("tl.enable_lower_ldgstg", "TL_ENABLE_LOWER_LDGSTG",
         "tilec's global accesses are LLVM loads and stores; the NVPTX backend picks the instructions"),
     _na("tl.enable_lower_ldgstg_predicated", "TL_ENABLE_LOWER_LDGSTG_PREDICATED",
