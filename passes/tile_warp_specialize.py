@@ -9,15 +9,17 @@ Establishes: in a kernel whose body holds one top-level `tile.for` of kind "pipe
   loop_stages) TMA can read, at least one of them, every op of the body but the allocations
   moves into the consumer region of a `tile.warp_specialize` (the kernel's own threads), and the
   copies become `tile.tma_load`s into S-deep buffers, issued by a producer warpgroup that waits
-  for a free stage (`empty`) and announces its bytes (`full`). Decided per copy: one that TMA
-  cannot take (a stride that is no multiple of 16 bytes, a tensor at a run-time address, a tile
-  no TMA box fills) stays a `tile.copy {async}` (cp.async) into its stage, with the reason in
+  for a free stage (`empty`) and announces its bytes (`full`). Decided per copy (`per_copy`, pass
+  config `tilec.per_copy_tma`; off: a loop with such a copy is left to tile-pipeline): one that
+  TMA cannot take (a stride of no 16-byte multiple, a tensor at a run-time address, a tile no TMA
+  box fills) stays a `tile.copy {async}` (cp.async) into its stage, the reason in
   `tilec.not_tma`; then every producer thread runs the producer region
-  (`all_producer_threads`), arrives on `full` once its copies have landed (`after_copies`:
-  the stage's barrier counts 128 more arrivals), and the consumers fence the copies' bytes for
-  the async proxy after their wait (`fence_proxy`) before the wgmmas read them. A shared tile the loop's gemms read that a
-  copy fills once before the loop (attention's Q) is loaded by the producer before its loop, on
-  its own barrier (`loaded`), which the consumers wait for where the copy was. Each consumer
+  (`all_producer_threads`), arrives on `full` once its copies have landed (`after_copies`: the
+  stage's barrier counts 128 more arrivals), and the consumers fence the copies' bytes for the
+  async proxy after their wait (`fence_proxy`) before the wgmmas read them. A shared tile the
+  loop's gemms read that a copy fills once before the loop (attention's Q) is loaded by the
+  producer before its loop, on its own barrier (`loaded`), which the consumers wait for where the
+  copy was. Each consumer
   iteration waits for its stage; a loop whose one gemm is all that touches its accumulator runs
   it asynchronously (`in_flight = 1`: one group stays in flight across iterations), releases
   the stage of the iteration before and waits after the loop (`tile.gemm_wait`); a loop with
@@ -689,8 +691,9 @@ def warp_specialize(kernel: tile.KernelOp, plan: _Plan, persistent: bool = False
         if loaded is not None:
             _await_preloads(plan, loaded.result)
         _consume(plan, buffers, rings, None)
-    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, *register_split(kernel.num_threads * groups, bool(plan.not_tma)),
-                               groups, all_producer_threads=bool(plan.not_tma))
+    split = register_split(kernel.num_threads * groups, bool(plan.not_tma))
+    ws = tile.WarpSpecializeOp(producer, consumer, PRODUCER_THREADS, *split, groups,
+                               all_producer_threads=bool(plan.not_tma))
     ws.location = plan.loop.location
     for bar in barriers:
         bar.location = kernel.location

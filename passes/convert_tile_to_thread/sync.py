@@ -174,27 +174,22 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
     mask = L.const((1 << blocks) - 1, i16) if blocks > 1 else None
     with _issuer(L):
-        _tma_boxes(L, src, plain, rows, width, chunks, bands, height, blocks, tmap, row_dim, bar, mask)
-
-
-def _tma_boxes(L: Lowerer, src: View, plain: View, rows: int, width: int, chunks: int, bands: int, height: int,
-               blocks: int, tmap, row_dim: int, bar, mask) -> None:
-    for j in range(chunks):
-        for band in range(bands):
-            # chunk j: all rows of columns [j*w, (j+1)*w); its band: rows [band*h, (band+1)*h)
-            start = L.add(plain.base, j * rows * width + band * height * width)
-            origin = list(src.offsets)
-            origin[row_dim] = L.add(origin[row_dim], band * height)
-            origin[-1] = L.add(origin[-1], j * width)
-            if blocks == 1:
-                _tma_box(L, plain, start, origin, tmap, bar, None)
-                continue
-            mine = L.emit(arith.CmpiOp(L.cluster_rank, L.const((j * bands + band) % blocks), "eq")).results[0]
-            then = Block()
-            L.emit(scf.IfOp(mine, [], Region(then)))
-            with L.push(then):
-                _tma_box(L, plain, start, origin, tmap, bar, mask)
-                L.emit(scf.YieldOp())
+        for j in range(chunks):
+            for band in range(bands):
+                # chunk j: all rows of columns [j*w, (j+1)*w); its band: rows [band*h, (band+1)*h)
+                start = L.add(plain.base, j * rows * width + band * height * width)
+                origin = list(src.offsets)
+                origin[row_dim] = L.add(origin[row_dim], band * height)
+                origin[-1] = L.add(origin[-1], j * width)
+                if blocks == 1:
+                    _tma_box(L, plain, start, origin, tmap, bar, None)
+                    continue
+                mine = L.emit(arith.CmpiOp(L.cluster_rank, L.const((j * bands + band) % blocks), "eq")).results[0]
+                then = Block()
+                L.emit(scf.IfOp(mine, [], Region(then)))
+                with L.push(then):
+                    _tma_box(L, plain, start, origin, tmap, bar, mask)
+                    L.emit(scf.YieldOp())
 
 
 def _tma_map(L: Lowerer, region: SSAValue, tile_view: View, height: int) -> tuple[SSAValue, int]:

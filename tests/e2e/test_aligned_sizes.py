@@ -33,7 +33,8 @@ def _run(kernel, m, n, k, device="cpu", seed=0):
 
 def test_the_multiples_are_16_bytes_of_each_inner_size():
     @T.prim_func
-    def main(A: T.Tensor((T.dynamic("m"), T.dynamic("k")), "float16"), B: T.Tensor((T.dynamic("k"), T.dynamic("n")), "float8_e4m3"),
+    def main(A: T.Tensor((T.dynamic("m"), T.dynamic("k")), "float16"),
+             B: T.Tensor((T.dynamic("k"), T.dynamic("n")), "float8_e4m3"),
              C: T.Tensor((T.dynamic("m"), T.dynamic("n")), "float32"), D: T.Tensor((T.dynamic("rows"),), "float32")):
         with T.Kernel(1, threads=128):
             D[0] = C[0, 0]
