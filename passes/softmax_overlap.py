@@ -195,9 +195,7 @@ def _registers_short(loop: tile.ForOp, first: tile.GemmOp, second: tile.GemmOp) 
     ws = loop.parent_op()
     while ws is not None and not isinstance(ws, tile.WarpSpecializeOp):
         ws = ws.parent_op()
-    kernel = ws.parent_op() if ws is not None else None
-    while kernel is not None and not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
+    kernel = tile.enclosing_kernel(ws) if ws is not None else None
     if ws is None or kernel is None or ws.consumer_regs is None:
         return "not in the consumer region of a tile.warp_specialize"
     return short_of(first, second, kernel.num_threads, ws.consumer_regs.value.data)

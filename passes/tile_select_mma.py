@@ -37,13 +37,6 @@ from .target_facts import target_facts
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
 
 
-def _kernel_of(op) -> tile.KernelOp | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, tile.KernelOp):
-        parent = parent.parent_op()
-    return parent
-
-
 def mma_fits(op: tile.GemmOp, threads: int) -> bool:
     """Whether mma.sync m16n8k16 can compute this gemm with `threads` threads."""
     a, b, c = (v.type.element_type for v in (op.a, op.b, op.c))
@@ -166,7 +159,7 @@ class TileSelectMmaPass(ModulePass):
         for gemm in op.walk():
             if not isinstance(gemm, tile.GemmOp):
                 continue
-            kernel = _kernel_of(gemm)
+            kernel = tile.enclosing_kernel(gemm)
             if kernel is None:
                 continue
             wgmma = self.wgmma and target.has_wgmma

@@ -98,6 +98,7 @@ from .structure import (
     UseSwizzleOp,
     YieldOp,
     constant_index,
+    enclosing_kernel,
 )
 from .sync import (
     launch_registers,
@@ -288,6 +289,7 @@ __all__ = [
     "squeezed",
     "tensor_root",
     "size_multiple",
+    "enclosing_kernel",
     "launch_registers",
     "ALIGNED_SIZES",
     "tile_type",

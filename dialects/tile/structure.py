@@ -67,13 +67,16 @@ def constant_index(value: SSAValue) -> int | None:
     return None
 
 
-def in_kernel(op: Operation) -> bool:
+def enclosing_kernel(op: Operation) -> KernelOp | None:
+    """The `tile.kernel` that `op` is inside (None: none)."""
     parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, KernelOp):
-            return True
+    while parent is not None and not isinstance(parent, KernelOp):
         parent = parent.parent_op()
-    return False
+    return parent
+
+
+def in_kernel(op: Operation) -> bool:
+    return enclosing_kernel(op) is not None
 
 
 

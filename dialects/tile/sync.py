@@ -44,7 +44,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, RecursiveMemoryEffect, SingleBlockImplicitTerminator
 
 from .syntax import parse_attr_dict, print_attr_dict
-from .structure import KernelOp, YieldOp, _parse_body, _parse_index_args, _print_body, _print_grid_args
+from .structure import KernelOp, YieldOp, enclosing_kernel, _parse_body, _parse_index_args, _print_body, _print_grid_args
 from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
 
 _INDEX = IndexType()
@@ -63,9 +63,7 @@ def multicast_bands(rows: int, chunks: int, blocks: int) -> int | None:
 
 def _check_clustered(op, what: str) -> KernelOp | None:
     """`what` (a multicast load, a cluster-wide arrival) needs a kernel of clusters (returned)."""
-    kernel = op.parent_op()
-    while kernel is not None and not isinstance(kernel, KernelOp):
-        kernel = kernel.parent_op()
+    kernel = enclosing_kernel(op)
     _require(kernel is None or kernel.cluster_size > 1,
              f"{op.name}: {what} needs a tile.kernel with a cluster of two or more blocks")
     return kernel
@@ -415,9 +413,7 @@ class WarpSpecializeOp(IRDLOperation):
             _require(value is None or value.value.data in REGISTER_COUNTS,
                      f"{self.name}: {what} must be a multiple of 8 in [24, 256]")
         _require(1 <= self.groups <= 4, f"{self.name}: consumer_groups must be 1 to 4")
-        kernel = self.parent_op()
-        while kernel is not None and not isinstance(kernel, KernelOp):
-            kernel = kernel.parent_op()
+        kernel = enclosing_kernel(self)
         if kernel is not None and self.producer_regs is not None and self.consumer_regs is not None:
             producers, consumers = self.producer_threads.value.data, kernel.num_threads * self.groups
             wanted = producers * self.producer_regs.value.data + consumers * self.consumer_regs.value.data

@@ -19,7 +19,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, opt_prop_def
 
-from .structure import KernelOp
+from .structure import enclosing_kernel
 from .sync import consumer_split
 from .types import _require
 
@@ -29,9 +29,7 @@ MAX_WARPGROUPS = 4
 
 def turn_warpgroups(op) -> int:
     """The warpgroups taking turns around `op`: its kernel's threads over 128."""
-    kernel = op.parent_op()
-    while kernel is not None and not isinstance(kernel, KernelOp):
-        kernel = kernel.parent_op()
+    kernel = enclosing_kernel(op)
     return kernel.num_threads // WARPGROUP if kernel is not None and kernel.num_threads % WARPGROUP == 0 else 0
 
 

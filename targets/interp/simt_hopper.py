@@ -226,12 +226,9 @@ class Hopper:
     def check_async_operand(self, op, where: np.ndarray) -> None:
         """wgmma reads bytes `where` through the async proxy: the calling role must have fenced the
         generic-proxy writes it acquired there (a producer's cp.async copies, landed by its wait)."""
-        mask = self.unfenced_writes.get(threading.get_ident())
-        if mask is None:
-            return
-        hit = mask[np.clip(where, 0, self.shared.size - 1)]
-        if hit.any():
-            byte = int(where[np.flatnonzero(hit)[0]])
+        me = threading.get_ident()
+        byte = _first_marked({t: m for t, m in self.unfenced_writes.items() if t == me}, where)
+        if byte is not None:
             raise error_at(op, f"wgmma reads shared byte {byte}, written through the generic proxy (cp.async, "
                                "st.shared) with no fence.proxy.async.shared::cta between the wait for it and the "
                                "read: the async proxy may read the old bytes on the GPU (simulated)")
@@ -240,10 +237,14 @@ class Hopper:
         """The calling role read these shared bytes through the generic proxy (inside the roles)."""
         if not self.roles:
             return
+        self._mark(self.unfenced, byte_addrs)
+
+    def _mark(self, masks: dict, byte_addrs: np.ndarray) -> None:
+        """The calling role's mask in `masks` (unfenced reads or writes) gets these shared bytes."""
         me = threading.get_ident()
-        mask = self.unfenced.get(me)
+        mask = masks.get(me)
         if mask is None:
-            mask = self.unfenced[me] = np.zeros(self.shared.size, bool)
+            mask = masks[me] = np.zeros(self.shared.size, bool)
         mask[np.clip(byte_addrs, 0, self.shared.size - 1)] = True
 
     def fence_proxy_async(self) -> None:
@@ -263,11 +264,7 @@ class Hopper:
             raise error_at(op, f"a write to shared byte {byte}, which a TMA store still reads: the store's thread "
                                "must wait for it (cp.async.bulk.wait_group.read) and the writers meet it at a "
                                "barrier before the tile is written again (simulated)")
-        me = threading.get_ident()
-        mask = self.unfenced_writes.get(me)
-        if mask is None:
-            mask = self.unfenced_writes[me] = np.zeros(self.shared.size, bool)
-        mask[addrs] = True
+        self._mark(self.unfenced_writes, addrs)
 
     def check_async_read(self, op, where: np.ndarray) -> None:
         """A TMA store of bytes `where`: no role may have written them through the generic proxy unfenced."""
@@ -328,8 +325,7 @@ class Hopper:
         for copies, lanes in bar.copies:
             written = copies.land()
             if written.size and self.roles:
-                mask = self.unfenced_writes.setdefault(threading.get_ident(), np.zeros(self.shared.size, bool))
-                mask[np.clip(written, 0, self.shared.size - 1)] = True
+                self._mark(self.unfenced_writes, written)
             bar.pending -= lanes
         bar.copies.clear()
         bar.complete_if_done()
