@@ -98,3 +98,18 @@ def test_both_builds_on_the_gpu(shape):
     _run(kernel, *shape, device="cuda", seed=1)
     aligned = not size_variants.unmet(kernel._backend.needed, dict(zip("mnk", shape)))
     assert len(kernel._backend.variants) == (1 if aligned else 2)
+
+
+def test_a_cached_program_without_its_source_says_so_for_other_sizes():
+    """A kernel restored from the cache (no tile IR) whose call needs another size class, with no frontend
+    to run again: a located error naming the sizes, not a failure inside the build."""
+    import kernel_cases
+
+    kernel = tilec.compile(dynamic_gemm(128, 128, 64), out_idx=[2], target="sim")
+    backend = kernel._backend
+    backend._program.module, backend._make_program = None, None
+    with pytest.raises(tilec.TilecError, match=r"sizes \['k'\] are not multiples of 16 bytes and the build for them "
+                                               r"needs the kernel's source") as e:
+        backend.for_sizes({"m": 64, "n": 64, "k": 60})
+    line = next(i for i, text in enumerate(open(kernel_cases.__file__), 1) if "def main(A: T.Tensor(a_shape" in text)
+    assert f"kernel_cases.py:{line}:" in str(e.value)

@@ -145,5 +145,26 @@ def test_the_simulator_holds_setmaxnreg_to_the_blocks_registers(monkeypatch):
                         split(threads, copying))
     kernel = tilec.compile(_gemm(128, 256, 128), out_idx=[2], target="sim")
     with pytest.raises(tilec.TilecError, match=r"(?s)simulated deadlock: setmaxnreg\.inc to 232 registers for 256 "
-                                               r"threads .* would\s+hold 65536 of 64512"):
+                                               r"threads .* would\s+hold 65536 of 64512") as e:
         _compare(kernel, (128, 256, 128), {})
+    assert f"kernel_cases.py:{_kernel_line('T.copy(B[ko * bk, bx * bn], b)')}:" in str(e.value)  # the loop's first op
+
+
+def _kernel_line(text: str) -> int:
+    import kernel_cases
+
+    return next(i for i, line in enumerate(open(kernel_cases.__file__), 1) if text in line)
+
+
+def test_the_simulator_reports_a_wgmma_read_of_unfenced_copies(monkeypatch):
+    """Without the consumers' fence.proxy.async after their wait, wgmma (the async proxy) may read the
+    producer's cp.async bytes (the generic proxy) stale on the GPU: a located error at the gemm."""
+    from tilec.passes.convert_tile_to_thread import sync
+
+    monkeypatch.setattr(sync, "fence_writes", lambda L: None)
+    kernel = tilec.compile(_gemm(200, 204, 192), out_idx=[2], target="sim",
+                           pass_configs={**PER_COPY, "tilec.persistent": False, "tilec.tma_store": False})
+    with pytest.raises(tilec.TilecError, match=r"wgmma reads shared byte \d+, written through the generic proxy "
+                                               r"\(cp\.async, st\.shared\) with no fence\.proxy\.async") as e:
+        _compare(kernel, (200, 204, 192), {})
+    assert f"kernel_cases.py:{_kernel_line('T.gemm(a, b, c, transpose_A=transpose_a')}:" in str(e.value)
