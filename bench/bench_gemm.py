@@ -80,6 +80,7 @@ for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores i
     CONFIGS[f"{_name}-nofma"] = {**CONFIGS[_name], "tilec.fp_contract": False}  # (nvcc's --fmad=false)
     CONFIGS[f"{_name}-nostmatrix"] = {**CONFIGS[_name], "tilec.stmatrix": False}  # pairs by 4-byte stores
     CONFIGS[f"{_name}-nows"] = {**CONFIGS[_name], "tl.disable_warp_specialized": True}  # cp.async stages, wgmma
+    CONFIGS[f"{_name}-percopy"] = {**CONFIGS[_name], "tilec.per_copy_tma": True}  # TMA or cp.async per copy
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two

@@ -6,9 +6,8 @@ landed; the other copies still go by TMA; the consumers fence the copied bytes f
 before their wgmmas read them. Simulated against float64 (the simulator lands cp.async copies late,
 when a waiter sees their barrier complete, and flags a wgmma read of them without the fence):
 plain, persistent and ping-pong, tails in M, N and K, K-major B; assembled by ptxas without spills
-(HGMMA, UTMALDG, LDGSTS in the SASS); on the GPU. Opt-in (pass config `tilec.per_copy_tma`) until the
-GPU has run it: its first GPU run hung at the register split (48 + 2 x 232 over the block's 384 x 168), since
-fixed and checked by the verifier."""
+(HGMMA, UTMALDG, LDGSTS in the SASS); on the GPU. On by default (pass config `tilec.per_copy_tma`); its first GPU run hung at the register
+split (48 + 2 x 232 over the block's 384 x 168), since fixed and checked by the verifier."""
 
 import re
 
@@ -24,7 +23,7 @@ from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
 
 # (pass configs, (m, n, k), tile and kernel arguments, the copies TMA cannot take)
-PER_COPY = {"tilec.per_copy_tma": True}  # (off by default until run on the GPU)
+PER_COPY = {"tilec.per_copy_tma": True}  # (the default, said where the cases are about it)
 CASES = [
     # B's rows 408 bytes apart (204 f16): 8-byte cp.async; two consumer warpgroups
     ({**PER_COPY, "tilec.persistent": False}, (200, 204, 192), {}, ["b"]),
@@ -85,13 +84,18 @@ def test_no_copy_for_tma_leaves_the_loop_to_cp_async_stages():
     _compare(kernel, shape, kw)
 
 
-def test_per_copy_is_off_by_default():
-    """Without tilec.per_copy_tma the loop goes whole to cp.async stages, as before, the reason in the IR."""
+def test_per_copy_is_on_by_default():
     kernel = tilec.compile(_gemm(200, 204, 192), out_idx=[2], target="sim")
+    _check_ir(kernel, ["b"])
+
+
+def test_per_copy_off_leaves_the_loop_to_cp_async_stages():
+    """With tilec.per_copy_tma=False the loop goes whole to cp.async stages, the reason in the IR."""
+    kernel = tilec.compile(_gemm(200, 204, 192), out_idx=[2], target="sim", pass_configs={"tilec.per_copy_tma": False})
     ir = kernel.get_ir("tile-opt")
     assert "tile.warp_specialize" not in ir
     assert re.search(r'not_warp_specialized = "TMA cannot take every copy \(.*a stride of 408 bytes.*; '
-                     r'tilec.per_copy_tma copies it by the producer\'s threads\)"', ir)
+                     r'tilec.per_copy_tma=True copies it by the producer\'s threads\)"', ir)
     _compare(kernel, (200, 204, 192), {})
 
 

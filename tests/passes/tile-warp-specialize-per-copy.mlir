@@ -1,5 +1,5 @@
-// RUN: tilec opt %s -p 'tile-warp-specialize{per_copy=true}' | filecheck %s
-// RUN: tilec opt %s -p tile-warp-specialize | filecheck %s --check-prefix=OFF
+// RUN: tilec opt %s -p tile-warp-specialize | filecheck %s
+// RUN: tilec opt %s -p 'tile-warp-specialize{per_copy=false}' | filecheck %s --check-prefix=OFF
 
 // TMA or cp.async, decided per copy: B's rows are 408 bytes apart (204 f16), no multiple of 16,
 // which no tensor map can describe. A still comes by TMA, issued by the producer's first thread;
@@ -8,11 +8,11 @@
 // than the TMA issuer's one); the consumers fence those bytes for the async proxy after their wait.
 // The copying producer keeps more than 40 registers (40 spill its copy addresses): beside one
 // consumer warpgroup of 232, 64.
-// Off by default (pass config tilec.per_copy_tma) until the GPU has run it: the loop goes whole to
-// tile-pipeline, as before, the copy named.
+// Off (per_copy=false, pass config tilec.per_copy_tma=False): the loop goes whole to tile-pipeline, the
+// copy named.
 // OFF-LABEL: func.func @gemm_b_misaligned
 // OFF-NOT:   tile.warp_specialize
-// OFF:       not_warp_specialized = "TMA cannot take every copy (rb: a stride of 408 bytes (TMA needs multiples of 16); tilec.per_copy_tma copies it by the producer's threads)"
+// OFF:       not_warp_specialized = "TMA cannot take every copy (rb: a stride of 408 bytes (TMA needs multiples of 16); tilec.per_copy_tma=True copies it by the producer's threads)"
 // CHECK-LABEL: func.func @gemm_b_misaligned
 // CHECK:       %full = tile.alloc_barrier {arrive_count = 129 : i64} : !tile.mbarrier<3>
 // CHECK:       %empty = tile.alloc_barrier {arrive_count = 4 : i64} : !tile.mbarrier<3>

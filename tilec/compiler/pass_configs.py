@@ -79,8 +79,8 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     _honoured("tilec.per_copy_tma", "TILEC_PER_COPY_TMA",
               "a T.Pipelined wgmma loop with a copy TMA cannot take (a stride of no 16-byte multiple) is "
               "warp-specialized all the same, that copy by the producer warpgroup's threads (cp.async onto the "
-              "stage's mbarrier), the others by TMA (off by default until run on the GPU: the loop then goes whole "
-              "to cp.async stages)"),
+              "stage's mbarrier), the others by TMA (on by default: on the H200 6-30 % faster than cp.async stages at "
+              "4096x4100x4096 and 4100x4096x4100, run s15a; False leaves such a loop whole to cp.async stages)"),
     _honoured("tilec.aligned_sizes", "TILEC_ALIGNED_SIZES",
               "a kernel whose tensors have run-time inner sizes (K of A[M, K]) is built for sizes of 16-byte "
               "multiples (TMA, 16-byte copies, warp specialization), the launcher checking each call's sizes and "

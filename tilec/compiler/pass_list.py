@@ -49,7 +49,7 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileWarpSpecializePass(target=target.name, persistent=_persistent(configs),
                                   pingpong=bool(configs.get("tilec.pingpong", True)),
                                   operand_rings=bool(configs.get("tilec.operand_rings", False)),
-                                  per_copy=bool(configs.get("tilec.per_copy_tma", False)),
+                                  per_copy=bool(configs.get("tilec.per_copy_tma", True)),
                                   softmax_overlap=overlap)]
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
