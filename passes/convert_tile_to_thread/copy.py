@@ -192,6 +192,28 @@ def memory_layout(L: Lowerer, shape, *views: View) -> Layout:
     return default_layout(tuple(shape), L.threads, max(1, 16 // widest))
 
 
+def copy_layout(L: Lowerer, shape, src: View, dst: View) -> Layout:
+    """memory_layout with the widest vector both ends take: rows of a tensor whose stride is a
+    multiple of 8 bytes only go as 8-byte vectors of consecutive lanes (a warp's access one
+    contiguous run), not as 16-byte groups split in halves that leave every other 8 bytes of a
+    row to the next instruction (twice the sectors, run s15b). Each group is still checked where
+    it is lowered; this only picks the layout."""
+    widest = max(element_bytes(v.element_type) for v in (src, dst))
+    vec = max(1, 16 // widest)
+    while vec > 1 and not all(_takes(L, v, vec) for v in (src, dst)):
+        vec //= 2
+    return default_layout(tuple(shape), L.threads, vec)
+
+
+def _takes(L: Lowerer, view: View, vec: int) -> bool:
+    """Whether a vector of `vec` elements at a column that is a multiple of `vec`, in any row of
+    the view, is an aligned vector access (views other than memory take any)."""
+    if view.kind not in ("global", "shared"):
+        return True
+    probe = [0 if n == 1 else 1 for n in view.shape[:-1]] + [vec]
+    return len(probe) == len(view.strides) and L.vectorizable(view, probe, vec)
+
+
 def scratch_view(L: Lowerer, shape, element_type, at: int = 0) -> View:
     """A shared-memory buffer for data exchange between threads, `at` bytes into the exchange
     area (which every op reuses: an op that needs two buffers at once places them apart)."""
@@ -222,7 +244,7 @@ def barrier(L: Lowerer) -> None:
 def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
     src, dst = L.views[op.src], L.views[op.dst]
     if op.is_async and src.kind == "global" and dst.kind == "shared":
-        transfer_async(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+        transfer_async(L, copy_layout(L, dst.shape, src, dst), dst.shape, src, dst)
     elif dst.kind == "fragment" and src.kind == "fragment" and not src.layout.same_threads(dst.layout):
         tmp = scratch_view(L, src.shape, src.element_type)
         transfer(L, src.layout, src.shape, src, tmp)
@@ -241,11 +263,11 @@ def lower_copy(L: Lowerer, op: tile.CopyOp) -> None:
         if not store_fragment(L, src, dst, slot_groups(src.layout), lambda g: [L.frag_load(src, s) for s in g]):
             transfer(L, src.layout, src.shape, src, dst)
     elif may_overlap(src, dst):
-        transfer_staged(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+        transfer_staged(L, copy_layout(L, dst.shape, src, dst), dst.shape, src, dst)
     elif src.kind == "local" or dst.kind == "local":
         transfer(L, local_layout(dst.shape), dst.shape, src, dst)
     else:
-        transfer(L, memory_layout(L, dst.shape, src, dst), dst.shape, src, dst)
+        transfer(L, copy_layout(L, dst.shape, src, dst), dst.shape, src, dst)
 
 
 def local_layout(shape) -> Layout:
