@@ -176,7 +176,8 @@ class MBarrierArriveOp(IRDLOperation):
     the blocks fill for each other is free once every block's consumers released it)."""
     after_copies = opt_attr_def(UnitAttr)
     """The thread's `tile.copy {async}`s issued so far are part of this arrival: the phase cannot
-    complete before they have landed (`cp.async.mbarrier.arrive`, then the arrival itself). A
+    complete before they have landed (`cp.async.mbarrier.arrive.noinc`, the arrival made once they
+    have; where some went as plain stores, a wait for the copies and then the arrival). A
     warp-specialized producer's cp.async copies complete on their stage's `full` barrier so."""
     assembly_format = "$barrier (`[` $index^ `]`)? attr-dict `:` type($barrier)"
 

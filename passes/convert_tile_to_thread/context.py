@@ -81,6 +81,8 @@ class Lowerer(MemoryAccess):
         self.tensor_maps: dict[tuple, SSAValue] = {}  # (tensor, dtype, box, swizzle) → its kernel parameter
         self.barrier_threads: int | None = None  # inside a warp-specialized region: the threads a barrier spans
         self.producer_threads = False  # inside a producer region all of whose threads run it (its copies)
+        self.stage_copies: set[str] = set()  # how transfer_async wrote since the last `after_copies` arrival:
+        #                                      "async" (cp.async), "plain" (loads and stores); sync.py's _arrive
         self.matrix_stores = True  # there: 16-bit fragments into shared memory by stmatrix (stmatrix.py)
         self.matrix_sink = None  # inside such a T.Parallel: the stmatrix.MatrixStores its stores go to
         # ping-pong (a tile.warp_specialize of consumer_groups G > 1), set by the kernel ABI: each

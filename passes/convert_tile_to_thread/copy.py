@@ -164,6 +164,7 @@ def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> N
                 pending[:0] = [group[:width // 2], group[width // 2:]]
                 continue
             write_group(L, dst, di, group, read_group(L, src, si, group, layout), leader, layout)
+            L.stage_copies.add("plain")
             continue
         cond = L.in_bounds(src, si)
         size = None
@@ -184,6 +185,7 @@ def transfer_async(L: Lowerer, layout: Layout, shape, src: View, dst: View) -> N
                 L.emit(scf.YieldOp())
         else:
             L.emit(copy)
+        L.stage_copies.add("async")
 
 
 def memory_layout(L: Lowerer, shape, *views: View) -> Layout:

@@ -72,12 +72,21 @@ def cluster_sync(L: Lowerer) -> None:
 
 @uniform(tile.MBarrierArriveOp)
 def _arrive(L: Lowerer, op: tile.MBarrierArriveOp) -> None:
-    """`after_copies`: `cp.async.mbarrier.arrive` first (the phase waits for the thread's cp.async copies
-    so far), then the arrival itself, whose release covers the thread's plain stores as well."""
+    """`after_copies`, by how the thread's copies since the last such arrival went (L.stage_copies): all
+    by cp.async, the arrival is `cp.async.mbarrier.arrive.noinc`, made once they have landed; some by
+    plain stores as well, the thread waits for its cp.async copies (commit, wait_group 0) and arrives,
+    the arrival's release covering both; none by cp.async, a plain arrival. (Not the tracked form
+    plus an arrival: compute-sanitizer synccheck reports that arrival as "Missing wait", run s15d.)"""
     proxy.fence_before_release(L, op)
     ptr = _barrier_ptr(L, op.barrier, op.index)
     if op.after_copies is not None:
-        L.emit(nvvm.CpAsyncMBarrierArriveSharedOp.create(operands=[ptr]))
+        kinds, L.stage_copies = L.stage_copies, set()
+        if kinds == {"async"} and op.cluster is None:
+            L.emit(nvvm.CpAsyncMBarrierArriveSharedOp.create(operands=[ptr], properties={"noinc": UnitAttr()}))
+            return
+        if "async" in kinds:
+            L.emit(nvvm.CpAsyncCommitGroupOp())
+            L.emit(nvvm.CpAsyncWaitGroupOp.create(properties={"n": IntegerAttr(0, i32)}))
     if op.cluster is None:
         L.emit(nvvm.MBarrierArriveSharedOp.create(operands=[ptr], result_types=[i64]))
         return
