@@ -179,26 +179,25 @@ class Hopper:
 
         block = lanes.size
         start = launch_registers(block)
-        if self.lane_registers is None or self.lane_registers.size != block:
-            self.lane_registers = np.full(block, start, np.int64)
-        held = self.lane_registers
 
         def asked() -> int:
-            return int(np.where(lanes, count, held).sum())
+            return int(np.where(lanes, count, self.lane_registers).sum())
 
         def starved() -> str:
             return (f"simulated deadlock: setmaxnreg.inc to {count} registers for {int(lanes.sum())} threads waits "
                     f"for registers the block never frees (its {block} threads start with {start} each; the "
                     f"threads would hold {asked()} of {block * start})")
 
-        with self.cv:
+        with self.cv:  # (the pool made under the lock: two roles making it at once lost one's setmaxnreg)
+            if self.lane_registers is None or self.lane_registers.size != block:
+                self.lane_registers = np.full(block, start, np.int64)
             if increase:
                 self.starved = (op, starved)  # the cause to report, whichever waiter finds the deadlock
                 try:
                     self.block_until(op, lambda: asked() <= block * start, starved)
                 finally:
                     self.starved = None
-            held[lanes] = count
+            self.lane_registers[lanes] = count
             self.changed()
 
     def defer_copy(self, array: np.ndarray, at: np.ndarray, data: np.ndarray, byte_addrs: np.ndarray) -> None:
