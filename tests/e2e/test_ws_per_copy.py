@@ -177,3 +177,31 @@ def test_the_simulator_reports_a_wgmma_read_of_unfenced_copies(monkeypatch):
                                                r"\(cp\.async, st\.shared\) with no fence\.proxy\.async") as e:
         _compare(kernel, (200, 204, 192), {})
     assert f"kernel_cases.py:{_kernel_line('T.gemm(a, b, c, transpose_A=transpose_a')}:" in str(e.value)
+
+
+def test_a_stage_of_cp_async_and_plain_copies_waits_then_arrives(monkeypatch):
+    """A producer thread whose stage copies went partly by cp.async and partly by plain loads and stores
+    (forced here: every other group of B's copy refused a vector) waits for its cp.async copies and then
+    arrives plainly, the arrival's release covering both (the noinc arrival would not order the plain
+    stores); simulated against float64."""
+    from tilec import config
+    from tilec.passes.convert_tile_to_thread import copy
+
+    monkeypatch.setattr(config, "DISABLE_CACHE", True)
+    walks, calls = copy._walks_last_dim, [0]
+
+    def every_other(view, width):
+        if view.kind == "global" and view.strides and view.strides[0] == 204:
+            calls[0] += 1
+            if calls[0] % 2:
+                return False
+        return walks(view, width)
+
+    monkeypatch.setattr(copy, "_walks_last_dim", every_other)
+    kernel = tilec.compile(_gemm(200, 204, 192), out_idx=[2], target="sim")
+    thread = kernel.get_ir("thread")
+    assert "nvvm.cp.async.shared.global" in thread and "noinc" not in thread
+    producer = thread[thread.index("nvvm.cp.async.shared.global"):]
+    wait = producer.index('"nvvm.cp.async.wait.group"() <{n = 0 : i32}>')
+    assert wait < producer.index('"nvvm.mbarrier.arrive.shared"')
+    _compare(kernel, (200, 204, 192), {})
