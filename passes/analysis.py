@@ -119,7 +119,7 @@ def _leaf_range(leaf: SSAValue) -> Range | None:
         return _block_arg_range(leaf)
     op = leaf.owner
     if isinstance(op, tile.ThreadIdOp):
-        kernel = _enclosing(op, tile.KernelOp)
+        kernel = tile.enclosing_kernel(op)
         return (0, kernel.thread_extents[op.dim.value.data] - 1) if kernel else None
     if isinstance(op, arith.SelectOp):
         return _hull(value_range(op.lhs), value_range(op.rhs))
@@ -191,13 +191,6 @@ def _loop_range(loop: tile.ForOp) -> Range | None:
         last = lb[0] + (ub[1] - 1 - lb[0]) // step * step
     # An empty loop never runs its body; None keeps its accesses unproven.
     return (lb[0], last) if last >= lb[0] else None
-
-
-def _enclosing(op: Operation, kind: type[Operation]) -> Operation | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, kind):
-        parent = parent.parent_op()
-    return parent
 
 
 def known_multiple(value: SSAValue) -> int:

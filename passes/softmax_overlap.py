@@ -192,9 +192,7 @@ MARGIN = 32
 def _registers_short(loop: tile.ForOp, first: tile.GemmOp, second: tile.GemmOp) -> str | None:
     """Why the rotated loop would not fit the consumers (None: it fits), from the
     tile.warp_specialize around `loop`."""
-    ws = loop.parent_op()
-    while ws is not None and not isinstance(ws, tile.WarpSpecializeOp):
-        ws = ws.parent_op()
+    ws = tile.enclosing(loop, tile.WarpSpecializeOp)
     kernel = tile.enclosing_kernel(ws) if ws is not None else None
     if ws is None or kernel is None or ws.consumer_regs is None:
         return "not in the consumer region of a tile.warp_specialize"

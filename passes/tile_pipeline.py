@@ -85,9 +85,7 @@ def _pipeline(loop: tile.ForOp, stages: int, limit: int) -> bool:
               if (c := staged_copy(op, loop)) is not None]
     if not copies:
         return False
-    kernel = loop.parent_op()
-    while not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
+    kernel = tile.enclosing_kernel(loop)
     stages = fitting_stages(kernel, copies, stages, limit) or 1
     if stages < 2:  # the loop's own buffers fit, their copies in flight would not
         return False

@@ -146,9 +146,7 @@ def _stage(copy: tile.CopyOp, limit: int, ws: tile.WarpSpecializeOp, persistent:
             ops += [at, piece, *into(piece.result), window, *out(alloc.result, window.result)]
     for op in ops:
         op.location = copy.location
-    kernel = copy.parent_op()
-    while not isinstance(kernel, tile.KernelOp):
-        kernel = kernel.parent_op()
+    kernel = tile.enclosing_kernel(copy)
     first = kernel.body.block.first_op
     Rewriter.insert_op(alloc, InsertPoint.before(first))  # allocations live at the kernel's top level
     Rewriter.replace_op(copy, ops)

@@ -98,6 +98,7 @@ from .structure import (
     UseSwizzleOp,
     YieldOp,
     constant_index,
+    enclosing,
     enclosing_kernel,
 )
 from .sync import (
@@ -289,6 +290,7 @@ __all__ = [
     "squeezed",
     "tensor_root",
     "size_multiple",
+    "enclosing",
     "enclosing_kernel",
     "launch_registers",
     "ALIGNED_SIZES",

@@ -67,12 +67,17 @@ def constant_index(value: SSAValue) -> int | None:
     return None
 
 
-def enclosing_kernel(op: Operation) -> KernelOp | None:
-    """The `tile.kernel` that `op` is inside (None: none)."""
+def enclosing(op: Operation, kind: type[Operation]) -> Operation | None:
+    """The nearest op of `kind` that `op` is inside (None: none)."""
     parent = op.parent_op()
-    while parent is not None and not isinstance(parent, KernelOp):
+    while parent is not None and not isinstance(parent, kind):
         parent = parent.parent_op()
     return parent
+
+
+def enclosing_kernel(op: Operation) -> KernelOp | None:
+    """The `tile.kernel` that `op` is inside (None: none)."""
+    return enclosing(op, KernelOp)
 
 
 def in_kernel(op: Operation) -> bool:

@@ -44,7 +44,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, RecursiveMemoryEffect, SingleBlockImplicitTerminator
 
 from .syntax import parse_attr_dict, print_attr_dict
-from .structure import KernelOp, YieldOp, enclosing_kernel, _parse_body, _parse_index_args, _print_body, _print_grid_args
+from .structure import KernelOp, YieldOp, enclosing, enclosing_kernel, _parse_body, _parse_index_args, _print_body, _print_grid_args
 from .types import BufferType, MBarrierType, TensorType, _i64, _require, tile_type
 
 _INDEX = IndexType()
@@ -469,9 +469,7 @@ class ConsumerGroupOp(IRDLOperation):
 
 class _TurnOp(IRDLOperation):
     def verify_(self) -> None:
-        parent = self.parent_op()
-        while parent is not None and not isinstance(parent, PersistentOp):
-            parent = parent.parent_op()
+        parent = enclosing(self, PersistentOp)
         _require(parent is not None and parent.group_count > 1,
                  f"{self.name} must be inside the tile.persistent loop of consumer groups (groups > 1)")
 

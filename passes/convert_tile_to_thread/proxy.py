@@ -18,13 +18,6 @@ from tilec.dialects import nvvm, tile
 from .context import Lowerer
 
 
-def _enclosing_warp_specialize(op) -> tile.WarpSpecializeOp | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, tile.WarpSpecializeOp):
-        parent = parent.parent_op()
-    return parent
-
-
 _VIEWS = (tile.RegionOp, tile.StageOp, tile.ReshapeOp)
 
 
@@ -53,7 +46,7 @@ def reads_tma_buffers_generically(ws: tile.WarpSpecializeOp) -> bool:
 def fence_before_release(L: Lowerer, arrive: tile.MBarrierArriveOp) -> None:
     """Before a consumer's arrive (the release of what it read): the fence, where the consumer
     reads TMA-filled buffers through the generic proxy (the producer refills them once released)."""
-    ws = _enclosing_warp_specialize(arrive)
+    ws = tile.enclosing(arrive, tile.WarpSpecializeOp)
     if ws is None or not ws.consumer.block.is_ancestor(arrive) or not reads_tma_buffers_generically(ws):
         return
     L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
