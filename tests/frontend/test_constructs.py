@@ -715,3 +715,53 @@ def test_plain_python_helper_with_runtime_values_is_inlined():
     kernel(out)
     i, j = np.indices((8, 8))
     assert (out == (i // 4 >= j // 4)).all()
+
+
+_EPILOGUES = {"double": lambda v: v * 2.0, "gelu": lambda v: 0.5 * v * (1.0 + T.tanh(0.7978845608 * v)),
+              "shift": lambda v, s=3.0: v + s}
+_first, _second = (lambda v: v + 1.0), (lambda v: v - (lambda w: w * 4.0)(v))
+
+
+def _epilogue_kernel(epilogue):
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = epilogue(A[i])
+
+    return tilec.compile(main, target="interp")
+
+
+def test_lambda_helpers_called_with_runtime_values_are_inlined():
+    """TileLang evaluates a Python function of PrimExprs, lambdas too (`epilogues[name](v)`); tilec
+    inlines a lambda defined outside the kernel as it does a def, found in its file even where a
+    line holds several (`_first, _second = ...`) or it is a fragment of a statement (a dict entry)."""
+    a = np.linspace(-3, 3, 64, dtype=np.float32)
+    scale = 5.0
+    cases = {"double": a * 2, "gelu": 0.5 * a * (1 + np.tanh(0.7978845608 * a)), "shift": a + 3,
+             "first": a + 1, "second": a - 4 * a, "closure": a * scale}
+    helpers = {**_EPILOGUES, "first": _first, "second": _second, "closure": lambda v: v * scale}
+    for name, want in cases.items():
+        out = np.zeros(64, np.float32)
+        _epilogue_kernel(helpers[name])(a, out)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_lambdas_side_by_side_on_one_line_are_told_apart():
+    twins = [lambda v: v + 1.0, lambda v: v + 2.0]
+    a = np.arange(64, dtype=np.float32)
+    for k, twin in enumerate(twins):
+        out = np.zeros(64, np.float32)
+        _epilogue_kernel(twin)(a, out)
+        np.testing.assert_array_equal(out, a + k + 1)
+
+
+def test_lambda_without_source_is_a_located_error():
+    helper = eval("lambda v: v + 1.0")  # noqa: S307 - no file to read it from
+    try:
+        _epilogue_kernel(helper)
+    except tilec.TilecError as e:
+        text = str(e)
+    else:
+        text = ""
+    assert "cannot read the source of a lambda" in text and "test_constructs.py:" in text, text

@@ -763,7 +763,12 @@ class KernelVisitor(ast.NodeVisitor):
                 (": it calls itself without stopping" if recursive else ""),
                 hint="macros are expanded at compile time, so a recursive macro needs a base case decided by "
                      "compile-time values (an `if` on a Python int); loop with T.serial for run-time repetition")
-        fdef, file, first_line, indent = parse_function(fn)
+        try:
+            fdef, file, first_line, indent = parse_function(fn, lambdas=True)
+        except TilecError as e:
+            if e.loc is not None:
+                raise
+            raise self.b.error(e.msg, hint=e.hint) from None  # at the call
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as e:
