@@ -73,7 +73,8 @@ CONFIGS = {"plain": {"tilec.pingpong": False, "tilec.cluster": False, "tilec.per
            "cluster": {"tilec.pingpong": False, "tilec.cluster": True, "tilec.persistent": False},
            "persistent": {"tilec.persistent": True, "tilec.pingpong": False, "tilec.cluster": False},
            "persistent-cluster": {"tilec.persistent": True, "tilec.pingpong": False, "tilec.cluster": True},
-           "pingpong": {"tilec.pingpong": True}}  # (ping-pong is the default for threads=128)
+           "pingpong": {"tilec.pingpong": True},  # (ping-pong is the default for threads=128)
+           "pingpong-cluster": {"tilec.pingpong": True, "tilec.cluster": True}}
 for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores instead of TMA stores
     CONFIGS[f"{_name}-notma"] = {**CONFIGS[_name], "tilec.tma_store": False}
     CONFIGS[f"{_name}-unbalanced"] = {**CONFIGS[_name], "tilec.balanced_waves": False}  # a block per SM
