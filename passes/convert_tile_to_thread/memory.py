@@ -36,6 +36,7 @@ from tilec.dialects.tile import element_bytes as tile_element_bytes
 from tilec.dialects import fast_ops
 from tilec.dialects.tile import xor_swizzle
 from tilec.dialects.tile.layout import Layout
+from tilec.passes.analysis import constant_value
 
 if TYPE_CHECKING:
     from .context import Lowerer
@@ -83,6 +84,9 @@ class MemoryAccess:
     def flat(self, view: View, index: list[Index]) -> Index:
         addr: Index = 0
         positions = [self.add(off, i) for off, i in zip(view.offsets, index)]
+        after = 0
+        if view.swizzle:
+            positions, after = self._atom_offsets(view, positions)
         if view.chunk and positions:
             col = positions[-1]
             chunk_elements = view.dims[-2] * view.chunk
@@ -95,8 +99,56 @@ class MemoryAccess:
         if self.mult(view.base) * element_bytes(view.element_type) % (8 * view.swizzle) == 0:
             # the XOR reads address bits below 8x the swizzle width: a base that is a multiple of
             # it (a pipeline stage) adds after, and the swizzled part stays loop-invariant
-            return self.add(view.base, self.swizzled(addr, view))
-        return self.swizzled(self.add(view.base, addr), view)
+            return self.add(self.add(view.base, after), self.swizzled(addr, view))
+        return self.add(after, self.swizzled(self.add(view.base, addr), view))
+
+    def _atom_offsets(self, view: View, positions: list[Index]) -> tuple[list[Index], int]:
+        """The positions of a swizzled view less the constant parts that move whole swizzle atoms
+        (8x the swizzle width in bytes: the XOR neither reads nor changes those address bits), and
+        those parts' flat element offset, which adds after the swizzle. An epilogue's stmatrix rows
+        8 apart, or its chunks of columns, then share one swizzled address and immediate offsets
+        (16 addresses kept live across a persistent kernel's mainloop became 2)."""
+        atom, esize = 8 * view.swizzle, element_bytes(view.element_type)
+        out, after = [], 0
+        last = len(positions) - 1
+        for d, pos in enumerate(positions):
+            terms, c = self.constant_part(pos)
+            kept = c
+            if view.chunk and d == last:
+                # (x + q·chunk) / chunk = x / chunk + q for x >= 0: whole chunks of all the root's rows
+                rows = view.dims[-2] if len(view.dims) >= 2 else None
+                chunk_bytes = rows * view.chunk * esize if isinstance(rows, int) else 0
+                bounds = [self.bound(t) for t in terms]
+                low = sum(b[0] for b in bounds) if all(b is not None for b in bounds) else None
+                q = c // view.chunk
+                if q and chunk_bytes % atom == 0 and chunk_bytes and low is not None and low + c - q * view.chunk >= 0:
+                    after += q * chunk_bytes // esize
+                    kept = c - q * view.chunk
+            elif d < len(view.strides) and isinstance(stride := view.strides[d], int) and stride:
+                step = atom // math.gcd(atom, abs(stride) * esize)  # positions a whole atom apart
+                after += (c - c % step) * stride
+                kept = c % step
+            if kept == c:
+                out.append(pos)
+                continue
+            rest: Index = kept
+            for t in terms:
+                rest = self.add(rest, t)
+            out.append(rest)
+        return out, after
+
+    def constant_part(self, x: Index) -> tuple[list[Index], int]:
+        """x as (its other terms, its constant) through its chain of index additions."""
+        if isinstance(x, int):
+            return [], x
+        if (c := constant_value(x)) is not None:
+            return [], c
+        op = x.owner
+        if isinstance(op, arith.AddiOp) and isinstance(op.result.type, IndexType):
+            (a, ca), (b, cb) = self.constant_part(op.lhs), self.constant_part(op.rhs)
+            if ca or cb:
+                return a + b, ca + cb
+        return [x], 0
 
     def swizzled(self, addr: Index, view: View) -> Index:
         """The element at `addr` of a swizzled buffer: the XOR swizzle of its byte address
@@ -261,8 +313,18 @@ def shared_ptr(L: Lowerer, view: View, index: list) -> SSAValue:
     """`!llvm.ptr<3>` to element `index` of a shared view (what nvvm ops address memory by)."""
     ptr3 = llvm.LLVMPointerType(IntAttr(3))
     base = L.emit(UnrealizedConversionCastOp.get([view.mem], [ptr3])).results[0]
-    offset = L.emit(arith.IndexCastOp(L.ssa(L.flat(view, index)), i32)).results[0]
-    return L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr3)).results[0]
+    # the constant part as a GEP of its own: outside the i32 cast, LLVM folds it into the address's
+    # immediate offset (inside, the cast's wrap-around keeps it a register of its own an address)
+    terms, constant = L.constant_part(L.flat(view, index))
+    rest: Index = 0
+    for t in terms:
+        rest = L.add(rest, t)
+    if rest != 0:
+        offset = L.emit(arith.IndexCastOp(L.ssa(rest), i32)).results[0]
+        base = L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr3)).results[0]
+    if constant or rest == 0:
+        base = L.emit(llvm.GEPOp.from_mixed_indices(base, [constant], view.element_type, result_type=ptr3)).results[0]
+    return base
 
 
 def global_ptr(L: Lowerer, view: View, addr) -> SSAValue:

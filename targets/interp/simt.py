@@ -441,7 +441,18 @@ def _to_pointer(op, c):
 
 
 def _gep(op, c):
-    ptr, (index,), r = op.ptr, tuple(op.ssa_indices), op.result
+    """One index, an SSA value or a constant (shared_ptr's immediate offset)."""
+    (raw,) = op.rawConstantIndices.get_values()
+    ptr, r = op.ptr, op.result
+    if raw != llvm.GEP_USE_SSA_VAL:
+        constant = np.int64(raw)
+
+        def run_constant(st):
+            p = st.env[ptr]
+            st.env[r] = Pointer(p.memory, p.offset + constant)
+
+        return run_constant
+    (index,) = op.ssa_indices
 
     def run(st):
         p = st.env[ptr]

@@ -7,6 +7,8 @@ bfloat16, 16-byte stores after it, and tails; an f32 result keeps the threads' o
 before; assembled by ptxas without spills and read back as SASS (STSM)."""
 
 
+import re
+
 import pytest
 import torch
 from sass_testing import spill_free_sass
@@ -115,6 +117,21 @@ def test_stmatrix_assembles_without_spills_and_shows_in_the_sass(ptxas, cuobjdum
     assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
     sass = spill_free_sass(ptx, lowered.spec.kernel_name, cuobjdump, tmp_path)
     assert "STSM" in sass and "HGMMA" in sass
+
+
+@pytest.mark.parametrize("configs,tiles", [(PERSISTENT, (128, 256, 64, 256)), (PINGPONG, (128, 128, 64, 128))],
+                         ids=["persistent", "pingpong"])
+def test_stmatrix_rows_share_their_swizzled_addresses(configs, tiles, ptxas, cuobjdump, tmp_path):
+    """Rows 8 apart and whole column chunks move whole 1024-byte swizzle atoms, which the XOR leaves
+    alone: they add after the swizzle, as immediate offsets, so a thread's 16 stmatrix take 2 address
+    registers (one per 32-column half of a 64-column box), not 16 kept live across the mainloop
+    (which spilled the fused gelu's consumers)."""
+    bm, bn, bk, threads = tiles
+    prim = _gemm(4096, 4096, 1024, bm, bn, bk, threads, epilogue="gelu")
+    lowered = lower_to_thread(build_prim_func(prim, [3]), resolve_target("sm_90a"), configs)
+    sass = spill_free_sass(emit_ptx(lowered.thread, "sm_90a"), lowered.spec.kernel_name, cuobjdump, tmp_path)
+    addresses = re.findall(r"STSM\.16\.M88\.4 \[(R\d+)(?:\+0x[0-9a-f]+)?\]", sass)
+    assert len(addresses) == 16 and len(set(addresses)) == 2, addresses
 
 
 @pytest.mark.gpu
