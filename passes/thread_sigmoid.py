@@ -95,7 +95,7 @@ def _scaled(u: SSAValue, tanh: mth.TanhOp) -> tuple[arith.MulfOp, SSAValue, floa
         return None
     for c, w in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
         if (value := _constant(c)) is not None and math.isfinite(value) and value != 0.0:
-            return mul, w, struct.unpack("f", struct.pack("f", value))[0]  # the constant as f32 holds it
+            return mul, w, _f32(value)  # the constant as f32 holds it
     return None
 
 
@@ -147,7 +147,7 @@ def _sigmoid_twice(u: SSAValue, sign: float, tanh: mth.TanhOp, whole: bool
         folded.append(mul)
         scale *= c
     ops: list[Operation] = [k := arith.ConstantOp(FloatAttr(scale, f32))]
-    cubic = _odd_cubic(u) if tanh.result.uses.get_length() == 1 and (folded or u.uses.get_length() == 1) else None
+    cubic = _odd_cubic(u) if tanh.result.uses.get_length() == 1 else None  # (else the tanh keeps w)
     if cubic is not None:  # v · (k + k·c₃ · v²)
         v, c3, steps = cubic
         folded += steps

@@ -128,14 +128,14 @@ class MemoryAccess:
                 step = atom // math.gcd(atom, abs(stride) * esize)  # positions a whole atom apart
                 after += (c - c % step) * stride
                 kept = c % step
-            if kept == c:
-                out.append(pos)
-                continue
-            rest: Index = kept
-            for t in terms:
-                rest = self.add(rest, t)
-            out.append(rest)
+            out.append(pos if kept == c else self.sum(terms, kept))
         return out, after
+
+    def sum(self, terms: list[Index], start: Index = 0) -> Index:
+        """start + the terms (constant_part's, put back together)."""
+        for t in terms:
+            start = self.add(start, t)
+        return start
 
     def constant_part(self, x: Index) -> tuple[list[Index], int]:
         """x as (its other terms, its constant) through its chain of index additions."""
@@ -316,13 +316,10 @@ def shared_ptr(L: Lowerer, view: View, index: list) -> SSAValue:
     # the constant part as a GEP of its own: outside the i32 cast, LLVM folds it into the address's
     # immediate offset (inside, the cast's wrap-around keeps it a register of its own an address)
     terms, constant = L.constant_part(L.flat(view, index))
-    rest: Index = 0
-    for t in terms:
-        rest = L.add(rest, t)
-    if rest != 0:
-        offset = L.emit(arith.IndexCastOp(L.ssa(rest), i32)).results[0]
+    if terms:
+        offset = L.emit(arith.IndexCastOp(L.ssa(L.sum(terms)), i32)).results[0]
         base = L.emit(llvm.GEPOp.from_mixed_indices(base, [offset], view.element_type, result_type=ptr3)).results[0]
-    if constant or rest == 0:
+    if constant:
         base = L.emit(llvm.GEPOp.from_mixed_indices(base, [constant], view.element_type, result_type=ptr3)).results[0]
     return base
 
