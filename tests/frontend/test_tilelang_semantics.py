@@ -373,26 +373,38 @@ def test_a_slice_that_starts_at_a_variable_has_the_extent_of_its_bounds_differen
     np.testing.assert_array_equal(out, np.stack([x[0:4], x[4:8], x[9:13]]))
 
 
-def out_of_bounds_fragment(heads=1, block_M=8):
+def out_of_bounds_fragment(heads=1, block_M=8, whole=False):
     @T.prim_func
     def main(S: T.Tensor((heads,), T.float32), O: T.Tensor((block_M,), T.float32)):
         with T.Kernel(1, threads=32) as bx:
-            sinks = T.alloc_fragment([heads], T.float32)
+            sinks = T.alloc_fragment([heads], T.float32)  # (TileLang's attention-sink backward examples: [heads], not [block_M])
+            if whole:
+                T.fill(sinks, 0)
             for i in T.Parallel(block_M):
-                sinks[i] = S[0]  # heads < block_M: past the fragment's end
+                sinks[i] = S[0] + i  # heads < block_M: past the fragment's end
             for i in T.Parallel(block_M):
                 O[i] = sinks[i]
 
     return main
 
 
-def test_a_buffer_indexed_past_its_end_by_a_parallel_loop_is_a_located_error():
+def test_a_fragment_indexed_past_its_end_by_a_parallel_loop_is_sized_by_the_loop_with_a_warning():
+    with pytest.warns(TilecWarning, match=r"index 0 of sinks takes values 0 to 7 .* dimension 0 has size 1: "
+                                                 r"tilec allocates it as 8 \(declared 1\)"):
+        kernel = tilec.compile(out_of_bounds_fragment(), target="interp")
+    assert "!tile.buffer<8xf32, fragment>" in kernel.get_ir("tile")
+    s, o = np.array([0.5], np.float32), np.zeros(8, np.float32)
+    kernel(s, o)
+    np.testing.assert_array_equal(o, 0.5 + np.arange(8, dtype=np.float32))
+
+
+def test_a_fragment_indexed_past_its_end_and_used_whole_is_a_located_error():
     from tilec.frontend import build_prim_func
 
     with pytest.raises(tilec.TilecError, match=r"index 0 of sinks takes values 0 to 7 .* dimension 0 has size 1") as e:
-        build_prim_func(out_of_bounds_fragment())
-    assert "test_tilelang_semantics.py" in str(e.value)
-    build_prim_func(out_of_bounds_fragment(heads=8))  # the same kernel with a buffer as large as the loop
+        build_prim_func(out_of_bounds_fragment(whole=True))  # T.fill's extent would change with the fragment's
+    assert "test_tilelang_semantics.py" in str(e.value) and "used whole (tile.fill)" in str(e.value)
+    build_prim_func(out_of_bounds_fragment(heads=8, whole=True))  # the same kernel with a buffer as large as the loop
 
 
 def guarded_fragment(n=4, block=8):

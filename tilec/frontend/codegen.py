@@ -27,6 +27,7 @@ from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
 from . import calls, loop_exits
+from .fragment_growth import grow_fragment
 from .semantic import Builder, describe, is_compile_time
 from .values import Access, BarrierRef, Scalar, SliceIndex, TileRef, VarRef
 
@@ -113,6 +114,7 @@ class KernelVisitor(ast.NodeVisitor):
         self.kernels = 0  # `with T.Kernel` blocks opened so far (a kernel function has at least one)
         self.privatized: list = []  # per-thread buffers given a private copy in a T.Parallel (parallel_vars)
         self.custom_layouts: dict = {}  # global tensor SSA -> its T.Layout (custom_layout.py)
+        self.fragment_growth: dict = {}  # fragment SSA -> FragmentGrowth (a T.Parallel indexing past its shape)
         self.ws = None  # the warp-specialized role being built (warp_specialize.WsState)
         self._guards = 0  # run-time `if`s being built around the current statement
         self._var_loads: list[dict] = []  # per subscript being read: T.alloc_var -> its value, loaded once
@@ -307,12 +309,15 @@ class KernelVisitor(ast.NodeVisitor):
             lo = a.const + sum(min(0, k * (extents[ssa] - 1)) for ssa, k in a.terms)
             hi = a.const + sum(max(0, k * (extents[ssa] - 1)) for ssa, k in a.terms)
             if lo < 0 or hi >= ref.shape[dim]:
-                raise self.b.error(f"index {dim} of {ref} takes values {lo} to {hi} over the T.Parallel loop, but "
+                error = self.b.error(f"index {dim} of {ref} takes values {lo} to {hi} over the T.Parallel loop, but "
                                    f"dimension {dim} has size {ref.shape[dim]}",
                                    hint="make the buffer as large as the loop, or loop over the buffer's own extent "
                                         "(TileLang may accept this where its layout inference sizes the fragment "
                                         "by the loop, but the elements past the declared size are not the "
                                         "buffer's)")
+                if ref.scope != "fragment" or lo < 0:
+                    raise error
+                grow_fragment(self, ref, dim, hi + 1, error)
 
     def element_indices(self, access: Access) -> tuple:
         """The indices an element access addresses: its own, or through the tensor's custom T.Layout."""

@@ -114,6 +114,10 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
                 v.visit_body(node.body)
             else:
                 warp_specialize.emit(v, node.body, *roles)
+        if v.fragment_growth:  # fragments T.Parallel indexes past their shape (fragment_growth.py)
+            from ..fragment_growth import apply_fragment_growth
+
+            apply_fragment_growth(v)
         if v.privatized:  # T.Parallel loops privatized per-thread scalars (parallel_vars.py, loaded by them)
             from ..parallel_vars import check_reads_after
 
@@ -122,6 +126,7 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
     finally:
         v.kernel = None
         v.privatized = []
+        v.fragment_growth = {}
     v.b.verify(op)
 
 
