@@ -49,6 +49,7 @@ from .fragment_conversions import (
     stage_irregular_accesses,
 )
 from .fragment_regions import expand_region_uses
+from .parallel_rotation import rotate_shifted_accesses
 from .layouts import (
     default_layout,
     gemm_accumulator_layout,
@@ -288,6 +289,7 @@ class TileInferLayoutPass(ModulePass):
                 continue
             check_thread_branches(kernel)
             expand_region_uses(kernel)
+            rotate_shifted_accesses(kernel)
             inference = _Inference(kernel)
             inference.run()
             for target, layout in inference.layouts.items():

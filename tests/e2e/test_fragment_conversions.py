@@ -242,6 +242,32 @@ def copied_out_of_a_region():
     return main, ref
 
 
+def read_at_shifted_rows(rows=32, n=64, split=2):
+    """TileLang's split store of an accumulator (sparse MLA backward): a T.Parallel over all rows
+    reads row i + s * rows/split behind `i < rows/split`; the loop is renumbered to read its own
+    row (parallel_rotation.py), not through a shared copy of the fragment."""
+    part = rows // split
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, n), T.float32), Y: T.Tensor((rows, n), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            acc = T.alloc_fragment((rows, n), T.float32)
+            staged = T.alloc_shared((part, n), T.float32)
+            T.copy(A, acc)
+            for i, j in T.Parallel(rows, n):
+                acc[i, j] = acc[i, j] * 2 + i
+            for s in range(split):
+                for i, j in T.Parallel(rows, n):
+                    if i < part:
+                        staged[i, j] = acc[i + s * part, j] + j
+                T.copy(staged, Y[s * part:(s + 1) * part, :])
+
+    def ref(a):
+        return a * 2 + torch.arange(rows, dtype=torch.float32)[:, None] + torch.arange(n, dtype=torch.float32)
+
+    return main, ref
+
+
 CASES = {
     "indexed_by_a_serial_loop": (indexed_by_a_serial_loop, lambda: (torch.randn(4, 4), torch.randn(4, 64)), [2]),
     "written_at_permuted_indices": (written_at_permuted_indices, lambda: (torch.randn(64), torch.randn(8, 16)),
@@ -251,6 +277,7 @@ CASES = {
                                          torch.randn(8, 16)), [2]),
     "copied_out_of_a_region": (copied_out_of_a_region, lambda: (torch.randn(64, 32), torch.randn(8, 32)),
                                [2, 3, 4]),
+    "read_at_shifted_rows": (read_at_shifted_rows, lambda: (torch.randn(32, 64),), [1]),
 }
 
 
@@ -282,6 +309,8 @@ def test_shared_trips_are_in_the_ir():
     assert ir.index("tile.copy %mask, %mask_shared") < ir.index("tile.for")
     ir = _tile_ir(copied_out_of_a_region()[0])
     assert "tile.region" not in ir
+    ir = _tile_ir(read_at_shifted_rows()[0])  # renumbered, not staged
+    assert "acc_shared" not in ir and "arith.remui" in ir
 
 
 def read_over_part_of_its_extent():
