@@ -42,6 +42,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from tilec.dtypes import from_ir
+from tilec.errors import error_at
 
 from .fragment_conversions import (
     convert_layouts,
@@ -68,11 +69,24 @@ def root_alloc(value: SSAValue) -> tile.AllocOp | None:
     return op if isinstance(op, tile.AllocOp) else None
 
 
-def _fragment(value: SSAValue) -> tile.AllocOp | None:
+def _fragment(value: SSAValue) -> tile.AllocOp | tile.ReshapeOp | None:
+    """The fragment `value` is, as a layout key: its alloc, or the `tile.reshape` of one (a view
+    whose layout is the alloc's seen with the view's shape, `Layout.reshaped`)."""
+    view = _fragment_view(value)
+    if view is not None:
+        return view
     alloc = root_alloc(value)
     if alloc is None or alloc.result.type.scope != "fragment" or alloc.result is not value:
         return None  # regions of fragments are not layout-propagated
     return alloc
+
+
+def _fragment_view(value: SSAValue) -> tile.ReshapeOp | None:
+    op = value.owner
+    if isinstance(op, tile.ReshapeOp) and isinstance(op.source.owner, tile.AllocOp) \
+            and op.source.type.scope == "fragment":
+        return op
+    return None
 
 
 def _bytes(typ) -> int:
@@ -183,6 +197,20 @@ class _Inference:
             self.conflicts[(where, key)] = layout  # `where` gets a converted copy of `key`
         return False
 
+    def _set_view(self, key: Operation, layout: Layout | None, other: Operation) -> bool:
+        if layout is None:
+            view = key if isinstance(key, tile.ReshapeOp) else other
+            raise error_at(view, f"T.reshape of fragment {view.source.name_hint or ''} to "
+                                 f"{'x'.join(map(str, view.result.type.shape))}: its layout "
+                                 f"{self.layouts[other]} does not split into that shape",
+                           hint="reshape a shared copy of the fragment instead")
+        if key in self.layouts and not same_threads(self.layouts[key], layout):
+            view = key if isinstance(key, tile.ReshapeOp) else other
+            raise error_at(view, "T.reshape of a fragment whose two shapes are used in layouts that do not "
+                                 f"match ({self.layouts[key]} and {layout})",
+                           hint="use the fragment in one shape, or reshape a shared copy of it")
+        return self.set(key, layout, other)
+
     def run(self) -> None:
         ops = list(self.kernel.body.walk())
         for op in ops:
@@ -247,6 +275,12 @@ class _Inference:
                     src, dst = _fragment(op.src), _fragment(op.dst)
                     if src in self.layouts and dst is not None:
                         changed |= self.set(dst, self.layouts[src].reduce(op.axis), op)
+                elif isinstance(op, tile.ReshapeOp) and _fragment_view(op.result) is op:
+                    base = op.source.owner  # the view and its fragment: one layout, two shapes
+                    if base in self.layouts:
+                        changed |= self._set_view(op, self.layouts[base].reshaped(op.result.type.shape), base)
+                    elif op in self.layouts:
+                        changed |= self._set_view(base, self.layouts[op].reshaped(op.source.type.shape), op)
                 elif isinstance(op, tile.CopyOp):
                     src, dst = _fragment(op.src), _fragment(op.dst)
                     if src is not None and dst is not None and op.src.type.shape == op.dst.type.shape:
@@ -277,6 +311,36 @@ class _Inference:
         return changed
 
 
+def check_fragment_views(kernel: tile.KernelOp, inference: _Inference) -> None:
+    """Every access through a `tile.reshape` of a fragment is one its registers serve as they are: a
+    T.Parallel indexing the view with its variables in order, where the loop's layout holds them (a
+    view is not staged through shared memory the way its fragment would be)."""
+    for (where, key), _ in inference.conflicts.items():
+        if isinstance(key, tile.ReshapeOp):
+            raise error_at(where, "this op needs the reshaped fragment in another layout than its own, "
+                                  "which tilec does not convert for a T.reshape view",
+                           hint="reshape a shared copy of the fragment, or use the fragment in its own shape")
+    for view in [op for op in kernel.walk() if isinstance(op, tile.ReshapeOp) and _fragment_view(op.result) is op]:
+        layout = inference.layouts[view]
+        for use in view.result.uses:
+            op = use.operation
+            if not isinstance(op, tile.LoadOp | tile.StoreOp):
+                continue
+            loop = op.parent_op()
+            while loop is not None and not isinstance(loop, tile.ParallelOp | tile.KernelOp):
+                loop = loop.parent_op()
+            if isinstance(loop, tile.ParallelOp):
+                ivs = {arg: d for d, arg in enumerate(loop.body.block.args)}
+                dims = tuple(ivs.get(i) for i in op.indices)
+                if regular_access(dims, loop.shape, view.result.type.shape) and \
+                        same_threads(project(inference.layouts[loop], dims), layout):
+                    continue
+            raise error_at(op, "this element of a T.reshape view of a fragment is not held by the thread "
+                               "that accesses it (index it with the T.Parallel variables, in order, over "
+                               "its whole shape)",
+                           hint="reshape a shared copy of the fragment for other accesses")
+
+
 @dataclass(frozen=True)
 class TileInferLayoutPass(ModulePass):
     """Assign a thread layout to every fragment buffer and every tile.parallel loop."""
@@ -292,8 +356,10 @@ class TileInferLayoutPass(ModulePass):
             rotate_shifted_accesses(kernel)
             inference = _Inference(kernel)
             inference.run()
+            check_fragment_views(kernel, inference)
             for target, layout in inference.layouts.items():
-                target.layout = tile.FragmentLayoutAttr(str(layout))
+                if not isinstance(target, tile.ReshapeOp):  # (a view's layout is its fragment's, reshaped)
+                    target.layout = tile.FragmentLayoutAttr(str(layout))
             convert_layouts([(where, alloc, layout) for (where, alloc), layout in inference.conflicts.items()])
             stage_irregular_accesses(kernel)
 

@@ -135,11 +135,52 @@ class Layout:
             total += sum(c * m.stride for c, m in zip(coords, modes) if c is not None)
         return total
 
+    def reshaped(self, shape: tuple[int, ...]) -> Layout | None:
+        """The same threads and slots seen with another row-major shape (`T.reshape` of a fragment):
+        the modes of all dims in order, split again at the new dims' sizes (a mode straddling two
+        dims splits in two where its size divides); None where one does not divide."""
+        modes = [m for dim in self.dims for m in dim if m.size > 1]
+        if math.prod(m.size for m in modes) != math.prod(shape):
+            return None
+        dims: list[tuple[Mode, ...]] = []
+        for n in reversed(shape):
+            inner: list[Mode] = []
+            while n > 1:
+                if not modes:
+                    return None
+                m = modes.pop()
+                if m.size <= n:
+                    if n % m.size:
+                        return None
+                    inner.insert(0, m)
+                    n //= m.size
+                    continue
+                if m.size % n:
+                    return None
+                inner.insert(0, Mode(n, m.kind, m.stride))  # the low part of the mode: this dim's
+                modes.append(Mode(m.size // n, m.kind, m.stride * n))  # the high part: the dims before
+                n = 1
+            dims.insert(0, _merged(inner) or (Mode(1, "s", 1),))
+        if modes:
+            return None
+        return Layout(tuple(dims), self.rep)
+
     def same_threads(self, other: Layout) -> bool:
         """Whether `other` holds each element on the same threads as `self` (slots may differ)."""
         strip = lambda lay: (tuple(tuple((m.size, m.kind, m.stride if m.kind == "t" else 0) for m in modes)
                                    for modes in lay.dims), tuple(sorted((m.size, m.stride) for m in lay.rep)))
         return strip(self) == strip(other)
+
+
+def _merged(modes: list[Mode]) -> tuple[Mode, ...]:
+    """Adjacent modes of one kind that are one mode (`8t2,2t1` is `16t1`), merged."""
+    out: list[Mode] = []
+    for m in modes:
+        if out and out[-1].kind == m.kind and out[-1].stride == m.stride * m.size:
+            out[-1] = Mode(out[-1].size * m.size, m.kind, m.stride)
+        else:
+            out.append(m)
+    return tuple(out)
 
 
 def _coords(modes: tuple[Mode, ...], index: int) -> list[int]:

@@ -63,9 +63,16 @@ def _region(L: Lowerer, op: tile.RegionOp) -> None:
 @uniform(tile.ReshapeOp)
 def _reshape(L: Lowerer, op: tile.ReshapeOp) -> None:
     src = L.views[op.source]
-    if src.kind == "fragment" or src.chunk or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
-        raise L.error(op, "T.reshape of fragments or regions is not supported by the CUDA target yet")
     shape = op.result.type.shape
+    if src.kind == "fragment" and src.layout is not None and src.shape == op.source.type.shape:
+        layout = src.layout.reshaped(shape)  # the same registers (tile-infer-layout checked their accesses)
+        if layout is None:
+            raise L.error(op, f"T.reshape of a fragment in layout {src.layout} to {shape}: the layout does not split "
+                              "into that shape")
+        L.views[op.result] = View("fragment", src.mem, shape, src.element_type, layout=layout)
+        return
+    if src.kind == "fragment" or src.chunk or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
+        raise L.error(op, "T.reshape of regions is not supported by the CUDA target yet")
     strides, acc = [], 1
     for n in reversed(shape):
         strides.insert(0, acc)
