@@ -1,12 +1,24 @@
-"""Whole-tile work under a branch on the thread index, refused for the CUDA target (a helper of
-tile-infer-layout).
+"""Whole-tile work under a branch on the thread index (a helper of tile-infer-layout).
 
 tilec spreads every whole-tile op (T.copy, T.Parallel, T.gemm, T.fill, T.reduce_*, T.cumsum,
 T.sync_threads) over all the threads of the block, each thread doing its part, so under
-`if T.get_thread_binding() < 32:` the threads outside the branch would not do theirs: the tile
-would be partly computed, and a barrier inside would wait for threads that never arrive.
-TileLang infers a thread range for such regions; tilec does not yet (warp-specialized regions
-are written with `T.ws`, which tilec lowers as such).
+`if T.get_thread_binding() < 32:` the threads outside the branch would not do theirs. TileLang
+runs such a branch on the threads it selects (it infers their range), the `else` on the others,
+the two at once; they meet only where the kernel synchronizes them. A branch whose two sides
+cannot meet inside it computes the same when each side runs on the whole block, one after the
+other, so tilec does that (`sequentialize`): the sides' results are TileLang's; what is lost is
+their running at the same time. Such a branch:
+
+- tests the thread index alone (integer arithmetic on `T.get_thread_binding` and constants), so
+  which sides some thread takes is known: a side no thread takes is dropped;
+- holds no code that uses the thread index (each thread of a side would compute something else)
+  and no synchronization between roles (mbarriers, TMA loads on them, named barriers, register
+  hints: a producer and a consumer written by hand wait for each other, and run one after the
+  other they would wait forever), no element atomics outside T.Parallel (one per thread of the
+  side) and no other thread branch.
+
+Other whole-tile work under a thread branch is a located error (warp-specialized roles are
+written with `T.ws`, which tilec lowers as such).
 """
 
 from __future__ import annotations
@@ -15,9 +27,12 @@ from tilec.dialects import tile
 from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
 
-from tilec.errors import error_at
+from tilec.errors import error_at, loc_of
 
-__all__ = ["check_thread_branches"]
+__all__ = ["check_thread_branches", "sequentialize"]
+
+_PROTOCOL = (tile.MBarrierArriveOp, tile.MBarrierWaitParityOp, tile.MBarrierExpectTxOp, tile.TmaLoadOp,
+             tile.WarpSpecializeOp, tile.ConsumerGroupOp, tile.WaitTurnOp, tile.PassTurnOp)
 
 
 def _on_thread_index(value: SSAValue, depth: int = 0) -> bool:
@@ -44,16 +59,126 @@ def _whole_tile(op: Operation) -> str | None:
     return None
 
 
+def _sides_taken(cond: SSAValue, threads: tuple[int, int, int]) -> tuple[bool, bool] | None:
+    """(whether some thread takes the `then` side, whether some takes the `else`), or None where the
+    condition is not integer arithmetic on the thread index and constants."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IntegerAttr
+
+    binary = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, arith.MuliOp: lambda a, b: a * b,
+              arith.AndIOp: lambda a, b: a & b, arith.OrIOp: lambda a, b: a | b, arith.XOrIOp: lambda a, b: a ^ b,
+              arith.ShLIOp: lambda a, b: a << b, arith.ShRUIOp: lambda a, b: a >> b,
+              arith.DivUIOp: lambda a, b: a // b, arith.RemUIOp: lambda a, b: a % b,
+              arith.DivSIOp: lambda a, b: int(a / b), arith.RemSIOp: lambda a, b: a - b * int(a / b),
+              arith.MinSIOp: min, arith.MaxSIOp: max, arith.MinUIOp: min, arith.MaxUIOp: max}
+    compare = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
+               "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+               "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
+               "uge": lambda a, b: a >= b}
+
+    def value(v: SSAValue, tid: tuple[int, int, int], depth: int = 0):
+        op = v.owner
+        if not isinstance(op, Operation) or depth > 32:
+            raise LookupError
+        if isinstance(op, tile.ThreadIdOp):
+            return tid[op.dim.value.data]
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+            return op.value.value.data
+        if isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp):
+            return value(op.input, tid, depth + 1)
+        if type(op) in binary:
+            return binary[type(op)](value(op.lhs, tid, depth + 1), value(op.rhs, tid, depth + 1))
+        if isinstance(op, arith.CmpiOp):
+            name = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            return int(compare[name](value(op.lhs, tid, depth + 1), value(op.rhs, tid, depth + 1)))
+        if isinstance(op, arith.SelectOp):
+            return value(op.lhs if value(op.cond, tid, depth + 1) else op.rhs, tid, depth + 1)
+        raise LookupError
+
+    taken = set()
+    try:
+        for z in range(threads[2]):
+            for y in range(threads[1]):
+                for x in range(threads[0]):
+                    taken.add(bool(value(cond, (x, y, z))))
+    except (LookupError, ZeroDivisionError):
+        return None
+    return True in taken, False in taken
+
+
+def _inside_parallel(op: Operation, top: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not top:
+        if isinstance(parent, tile.ParallelOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _sequential_blocker(branch: scf.IfOp) -> Operation | None:
+    """The first op that keeps `branch`'s sides from running one after the other (None: nothing does)."""
+    for inner in branch.walk():
+        if inner is branch:
+            continue
+        if isinstance(inner, _PROTOCOL) or (isinstance(inner, tile.BarrierOp) and inner.barrier_id is not None):
+            return inner
+        if inner.name.startswith("tile.") and "nreg" in inner.name:
+            return inner
+        if isinstance(inner, tile.AtomicOp) and not _inside_parallel(inner, branch):
+            return inner
+        if isinstance(inner, scf.IfOp) and _on_thread_index(inner.cond):
+            return inner
+        if any(_on_thread_index(v) for v in inner.operands):
+            return inner
+    return None
+
+
+def sequentialize(kernel: tile.KernelOp) -> None:
+    """Branches on the thread index holding whole-tile work, their sides run one after the other on the
+    whole block where they can be (see the module's docstring)."""
+    for branch in [op for op in kernel.walk() if isinstance(op, scf.IfOp)]:
+        if branch.parent is None or not _on_thread_index(branch.cond) or branch.results:
+            continue
+        if not any(_whole_tile(inner) for inner in branch.walk() if inner is not branch):
+            continue  # per-thread code: the branch stays a branch
+        if _sequential_blocker(branch) is not None:
+            continue  # check_thread_branches says where
+        sides = _sides_taken(branch.cond, kernel.thread_extents)
+        if sides is None:
+            continue
+        block = branch.parent_block()
+        for region, taken in zip((branch.true_region, branch.false_region), sides):
+            if not taken or not region.blocks:
+                continue
+            for op in list(region.block.ops):
+                if isinstance(op, scf.YieldOp):
+                    continue
+                op.detach()
+                block.insert_op_before(op, branch)
+        branch.detach()
+        branch.erase()
+
+
 def check_thread_branches(kernel: tile.KernelOp) -> None:
-    """Raises at the first whole-tile op inside an `if` on the thread index."""
+    """Runs the branches `sequentialize` can; raises at the first whole-tile op inside any other `if` on
+    the thread index."""
+    sequentialize(kernel)
     for op in kernel.walk():
         if not isinstance(op, scf.IfOp) or not _on_thread_index(op.cond):
             continue
         for inner in op.walk():
             what = _whole_tile(inner) if inner is not op else None
             if what is not None:
+                blocker = _sequential_blocker(op)
+                why = (f"; tilec runs such a branch's sides one after the other on the whole block, but this one "
+                       f"holds {blocker.name}, which needs its side's threads apart from the others"
+                       if blocker is not None else
+                       "; tilec runs such a branch's sides one after the other on the whole block, but which "
+                       "threads take this one is not known from the thread index alone")
                 raise error_at(inner, f"{what} inside a branch on the thread index (T.get_thread_binding) is not "
                                       "supported by the CUDA target: tilec spreads whole-tile work over all the "
-                                      "block's threads, and those outside the branch would not do their part",
+                                      "block's threads, and those outside the branch would not do their part" + why,
+                               notes=((loc_of(blocker), f"{blocker.name} here"),)
+                               if blocker is not None and loc_of(blocker) is not None else (),
                                hint="move it out of the branch (every thread runs it), or split the threads "
                                     "into roles with T.ws")

@@ -1,6 +1,9 @@
-"""Whole-tile work under a branch on the thread index is refused for the CUDA target at the op
-(passes/thread_branches.py): tilec spreads it over every thread of the block, so it would be
-partly computed (deepseek_mhc's example_mhc_pre: `if T.get_thread_binding() < 32:`)."""
+"""Whole-tile work under a branch on the thread index (passes/thread_branches.py): TileLang runs
+the branch's sides at once on the threads each selects (deepseek_mhc's example_mhc_pre:
+`if T.get_thread_binding() < 32:` ... `else:` on 96 threads); tilec runs each side that some
+thread takes on the whole block, one after the other, which computes the same where the sides do
+not wait for each other. Branches whose sides do (a producer and a consumer on mbarriers), or
+whose code uses the thread index, stay located errors."""
 
 # ruff: noqa: F841
 
@@ -19,8 +22,74 @@ def copy_in_a_thread_branch():
         with T.Kernel(1, threads=96) as bx:
             x = T.alloc_fragment((64,), T.float32)
             if T.get_thread_binding() >= 32:
-                T.copy(X, x)  # ERR
+                T.copy(X, x)
                 T.copy(x, Y)
+
+    return main
+
+
+def two_sides(threads=96, split=32):
+    """The shape of example_mhc_pre: a reduction on one side, a pipelined loop on the other."""
+
+    @T.prim_func
+    def main(X: T.Tensor((8, 256), T.float32), R: T.Tensor((8,), T.float32), Y: T.Tensor((256,), T.float32),
+             Z: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            x = T.alloc_fragment((8, 256), T.float32)
+            T.copy(X, x)
+            mixed = T.alloc_shared((8,), T.float32)
+            for r in T.Parallel(8):
+                mixed[r] = x[r, 0] * 0.5
+            if T.get_thread_binding() < split:
+                rows = T.alloc_fragment((8,), T.float32)
+                T.reduce_sum(x, rows, dim=1)
+                for r in T.Parallel(8):
+                    R[r] = rows[r] + mixed[r]
+            else:
+                acc = T.alloc_fragment((64,), T.float32)
+                for k in T.Pipelined(4, num_stages=2):
+                    xs = T.alloc_shared((8, 64), T.float32)
+                    T.copy(X[0, k * 64], xs)
+                    T.clear(acc)
+                    for r in T.serial(8):
+                        for j in T.Parallel(64):
+                            acc[j] += xs[r, j] * mixed[r]
+                    T.copy(acc, Y[k * 64])
+                for j in T.Parallel(4):
+                    Z[j] = mixed[j]
+
+    def ref(x):
+        mixed = x[:, 0] * 0.5
+        return x.sum(1) + mixed, (x * mixed[:, None]).sum(0), mixed[:4]
+
+    return main, ref
+
+
+def producer_and_consumer():
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), T.float16), Y: T.Tensor((128, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            xs = T.alloc_shared((128, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            if T.get_thread_binding() >= 128:
+                T.tma_copy(X[0:128, 0:64], xs, barrier=ready)  # ERR
+                T.barrier_arrive(ready)
+            else:
+                T.barrier_wait(ready, 0)
+                T.copy(xs, Y)
+
+    return main
+
+
+def thread_index_inside():
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32), Y: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=96) as bx:
+            tx = T.get_thread_binding()
+            x = T.alloc_fragment((64,), T.float32)
+            if tx < 32:
+                T.copy(X, x)  # ERR
+                Y[tx] = x[0]
 
     return main
 
@@ -40,12 +109,39 @@ def _marked_line(make) -> int:
     return first + next(k for k, line in enumerate(lines) if "# ERR" in line)
 
 
-def test_whole_tile_work_in_a_thread_branch_is_a_located_error():
+@pytest.mark.parametrize("target", ["sim", "sm_90a"])
+def test_a_side_of_whole_tile_work_runs_on_the_whole_block(target):
+    kernel = tilec.compile(copy_in_a_thread_branch(), target=target)
+    assert "scf.if" not in kernel.get_ir("tile-opt").split("tile.kernel")[1]
+    if target == "sim":
+        x, y = torch.randn(64), torch.zeros(64)
+        kernel(x, y)
+        torch.testing.assert_close(y, x)
+
+
+@pytest.mark.parametrize("split", [32, 128], ids=["both-sides", "no-thread-takes-else"])
+def test_both_sides_run_one_after_the_other(split):
+    main, ref = two_sides(split=split)
+    x = torch.randn(8, 256)
+    r, y, z = torch.zeros(8), torch.full((256,), 7.0), torch.full((4,), 7.0)
+    tilec.compile(main, target="sim")(x, r, y, z)
+    want_r, want_y, want_z = ref(x)
+    torch.testing.assert_close(r, want_r)
+    if split < 96:
+        torch.testing.assert_close(y, want_y, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(z, want_z)
+    else:  # threads=96: every thread takes the first side, and the else never runs
+        assert (y == 7).all() and (z == 7).all()
+
+
+@pytest.mark.parametrize("make, why", [(producer_and_consumer, "holds tile.mbarrier_arrive, which needs its side's threads"),
+                                       (thread_index_inside, "holds tile.store")], ids=["mbarriers", "thread-index"])
+def test_sides_that_need_their_threads_are_a_located_error(make, why):
     with pytest.raises(tilec.TilecError) as info:
-        tilec.compile(copy_in_a_thread_branch(), target="sm_90a")
+        tilec.compile(make(), target="sm_90a")
     text = str(info.value)
-    assert "T.copy inside a branch on the thread index" in text, text
-    assert f"test_thread_branches.py:{_marked_line(copy_in_a_thread_branch)}:" in text.splitlines()[0], text
+    assert "inside a branch on the thread index" in text and why in text, text
+    assert f"test_thread_branches.py:{_marked_line(make)}:" in text.splitlines()[0], text
     assert "T.ws" in info.value.hint
 
 
@@ -53,3 +149,20 @@ def test_per_thread_code_in_a_thread_branch_still_runs():
     x, y = torch.randn(64), torch.zeros(64)
     tilec.compile(one_thread_writes(), target="sim")(x, y)
     assert y[0] == x[0] + 1 and not y[1:].any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [32, 128])
+def test_both_sides_on_the_gpu(split):
+    main, ref = two_sides(split=split)
+    x = torch.randn(8, 256)
+    r, y, z = torch.zeros(8), torch.full((256,), 7.0), torch.full((4,), 7.0)
+    r, y, z, xc = r.cuda(), y.cuda(), z.cuda(), x.cuda()
+    tilec.compile(main, target="cuda")(xc, r, y, z)
+    want_r, want_y, want_z = ref(x)
+    torch.testing.assert_close(r.cpu(), want_r)
+    if split < 96:
+        torch.testing.assert_close(y.cpu(), want_y, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(z.cpu(), want_z)
+    else:
+        assert (y.cpu() == 7).all() and (z.cpu() == 7).all()
