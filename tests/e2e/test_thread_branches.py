@@ -119,12 +119,13 @@ def test_a_side_of_whole_tile_work_runs_on_the_whole_block(target):
         torch.testing.assert_close(y, x)
 
 
-@pytest.mark.parametrize("split", [32, 128], ids=["both-sides", "no-thread-takes-else"])
-def test_both_sides_run_one_after_the_other(split):
+def _run_two_sides(split: int, target: str, device: str) -> None:
     main, ref = two_sides(split=split)
     x = torch.randn(8, 256)
     r, y, z = torch.zeros(8), torch.full((256,), 7.0), torch.full((4,), 7.0)
-    tilec.compile(main, target="sim")(x, r, y, z)
+    outs = [t.to(device) for t in (r, y, z)]
+    tilec.compile(main, target=target)(x.to(device), *outs)
+    r, y, z = (t.cpu() for t in outs)
     want_r, want_y, want_z = ref(x)
     torch.testing.assert_close(r, want_r)
     if split < 96:
@@ -132,6 +133,11 @@ def test_both_sides_run_one_after_the_other(split):
         torch.testing.assert_close(z, want_z)
     else:  # threads=96: every thread takes the first side, and the else never runs
         assert (y == 7).all() and (z == 7).all()
+
+
+@pytest.mark.parametrize("split", [32, 128], ids=["both-sides", "no-thread-takes-else"])
+def test_both_sides_run_one_after_the_other(split):
+    _run_two_sides(split, "sim", "cpu")
 
 
 @pytest.mark.parametrize("make, why", [(producer_and_consumer, "holds tile.mbarrier_arrive, which needs its side's threads"),
@@ -152,17 +158,6 @@ def test_per_thread_code_in_a_thread_branch_still_runs():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("split", [32, 128])
+@pytest.mark.parametrize("split", [32, 128], ids=["both-sides", "no-thread-takes-else"])
 def test_both_sides_on_the_gpu(split):
-    main, ref = two_sides(split=split)
-    x = torch.randn(8, 256)
-    r, y, z = torch.zeros(8), torch.full((256,), 7.0), torch.full((4,), 7.0)
-    r, y, z, xc = r.cuda(), y.cuda(), z.cuda(), x.cuda()
-    tilec.compile(main, target="cuda")(xc, r, y, z)
-    want_r, want_y, want_z = ref(x)
-    torch.testing.assert_close(r.cpu(), want_r)
-    if split < 96:
-        torch.testing.assert_close(y.cpu(), want_y, atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(z.cpu(), want_z)
-    else:
-        assert (y.cpu() == 7).all() and (z.cpu() == 7).all()
+    _run_two_sides(split, "cuda", "cuda")
