@@ -12,7 +12,13 @@ Establishes: each fragment `tile.alloc` and each `tile.parallel` has its `layout
   loop over the fragment (fragment_regions.py); an op that needs a fragment in a second
   layout works on a converted copy `%x_as<k>` (`tile.copy` both ways, through shared memory
   in the lowering); other accesses go to a shared copy `%x_shared` (fragment_conversions.py).
-Fails: TilecError at a whole-tile op inside a branch on the thread index (thread_branches.py).
+Before inference: a branch on the thread index whose sides can run one after the other on the
+  whole block does so (thread_branches.py), and a T.Parallel reading a fragment at a shifted loop
+  variable is renumbered to read it at the variable (parallel_rotation.py). A `tile.reshape` of a
+  fragment is a view: its layout is the fragment's reshaped (`Layout.reshaped`), both ways.
+Fails: TilecError at a whole-tile op inside any other branch on the thread index (thread_branches.py),
+  at an access of a fragment's reshaped view that its registers do not serve, and at a reshape
+  whose layout does not split into the view's shape.
 
 Inference is a fixed point (ARCHITECTURE.md, "Layouts"): gemm accumulators
 are seeds; reductions derive replicated layouts; fragment-to-fragment copies
