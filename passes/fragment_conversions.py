@@ -98,7 +98,16 @@ def _uses_inside(value: SSAValue, op: Operation):
 
 
 def _writes_inside(value: SSAValue, op: Operation) -> bool:
-    return any(writes(u.operation, value) for u in _uses_inside(value, op))
+    """Whether something inside `op` writes `value`, directly or through a region or reshape of it made
+    outside `op`."""
+    for use in list(value.uses):
+        user = use.operation
+        if op.is_ancestor(user):
+            if writes(user, value):
+                return True
+        elif isinstance(user, tile.RegionOp | tile.ReshapeOp) and _writes_inside(user.result, op):
+            return True
+    return False
 
 
 def _fully_written(site: Operation, value: SSAValue) -> bool:

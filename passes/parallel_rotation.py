@@ -89,16 +89,28 @@ def _same(a: SSAValue, b: SSAValue) -> bool:
     ca, cb = constant_value(a), constant_value(b)
     if ca is not None or cb is not None:
         return ca == cb
-    x, y = a.owner, b.owner
-    return (isinstance(x, Operation) and type(x) is type(y) and len(x.operands) == len(y.operands)
+    x, y = a.owner, b.owner  # (arithmetic only: two loads of one address may read different values)
+    return (isinstance(x, _PURE) and type(x) is type(y) and len(x.operands) == len(y.operands)
             and x.properties == y.properties and all(_same(u, v) for u, v in zip(x.operands, y.operands)))
 
 
-def _uses_iv(index: SSAValue, iv: SSAValue, depth: int = 0) -> bool:
+def _uses_iv(index: SSAValue, iv: SSAValue, seen: set | None = None) -> bool:
+    seen = set() if seen is None else seen
     if index is iv:
         return True
     op = index.owner
-    return isinstance(op, Operation) and depth < 16 and any(_uses_iv(v, iv, depth + 1) for v in op.operands)
+    if not isinstance(op, Operation) or op in seen:
+        return False
+    seen.add(op)
+    return any(_uses_iv(v, iv, seen) for v in op.operands)
+
+
+def _fragment_or_view(buf: SSAValue) -> bool:
+    """A fragment, or a `tile.reshape` of one (its accesses follow the fragment's layout too)."""
+    if is_fragment_alloc(buf):
+        return True
+    op = buf.owner
+    return isinstance(op, tile.ReshapeOp) and is_fragment_alloc(op.source)
 
 
 def _plan(loop: tile.ParallelOp, k: int):
@@ -109,7 +121,7 @@ def _plan(loop: tile.ParallelOp, k: int):
         if not isinstance(op, tile.LoadOp | tile.StoreOp):
             continue
         buf = op.source if isinstance(op, tile.LoadOp) else op.dest
-        if not is_fragment_alloc(buf):
+        if not _fragment_or_view(buf):
             continue
         first = len(op.operands) - len(op.indices)  # the indices come last
         for d, index in enumerate(op.indices):

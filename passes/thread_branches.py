@@ -12,10 +12,13 @@ their running at the same time. Such a branch:
 - tests the thread index alone (integer arithmetic on `T.get_thread_binding` and constants), so
   which sides some thread takes is known: a side no thread takes is dropped;
 - holds no code that uses the thread index (each thread of a side would compute something else)
-  and no synchronization between roles (mbarriers, TMA loads on them, named barriers, register
-  hints: a producer and a consumer written by hand wait for each other, and run one after the
-  other they would wait forever), no element atomics outside T.Parallel (one per thread of the
-  side) and no other thread branch.
+  and no synchronization between roles (mbarriers, TMA loads on them, named barriers: a producer
+  and a consumer written by hand wait for each other, and run one after the other they would wait
+  forever), no element atomics outside T.Parallel (one per thread of the side), no per-thread
+  state the side leaves behind (a T.alloc_var or local buffer from outside the branch written, a
+  fragment element written outside T.Parallel), no thread branch it could not run itself (inner
+  branches go first), and stands in no warp-specialized role (T.ws: its threads are not the
+  kernel's).
 
 Other whole-tile work under a thread branch is a located error (warp-specialized roles are
 written with `T.ws`, which tilec lowers as such).
@@ -24,7 +27,8 @@ written with `T.ws`, which tilec lowers as such).
 from __future__ import annotations
 
 from tilec.dialects import tile
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, IntegerType
 from xdsl.ir import Operation, SSAValue
 
 from tilec.errors import error_at, loc_of
@@ -59,48 +63,72 @@ def _whole_tile(op: Operation) -> str | None:
     return None
 
 
+def _width(v: SSAValue) -> int:
+    return v.type.width.data if isinstance(v.type, IntegerType) else 64  # (index: 64 bits)
+
+
+def _signed(x: int, width: int) -> int:
+    return x - (1 << width) if x >> (width - 1) & 1 else x
+
+
+_BINARY = {arith.AddiOp: lambda a, b, w: a + b, arith.SubiOp: lambda a, b, w: a - b,
+           arith.MuliOp: lambda a, b, w: a * b, arith.AndIOp: lambda a, b, w: a & b,
+           arith.OrIOp: lambda a, b, w: a | b, arith.XOrIOp: lambda a, b, w: a ^ b,
+           arith.ShLIOp: lambda a, b, w: a << b, arith.ShRUIOp: lambda a, b, w: a >> b,
+           arith.ShRSIOp: lambda a, b, w: _signed(a, w) >> b,
+           arith.DivUIOp: lambda a, b, w: a // b, arith.RemUIOp: lambda a, b, w: a % b,
+           arith.DivSIOp: lambda a, b, w: int(_signed(a, w) / _signed(b, w)),
+           arith.RemSIOp: lambda a, b, w: _signed(a, w) - _signed(b, w) * int(_signed(a, w) / _signed(b, w)),
+           arith.MinSIOp: lambda a, b, w: min(_signed(a, w), _signed(b, w)),
+           arith.MaxSIOp: lambda a, b, w: max(_signed(a, w), _signed(b, w)),
+           arith.MinUIOp: lambda a, b, w: min(a, b), arith.MaxUIOp: lambda a, b, w: max(a, b)}
+_COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
+            "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+            "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
+            "uge": lambda a, b: a >= b}
+
+
+def _evaluate(v: SSAValue, tid: tuple[int, int, int], depth: int = 0) -> int:
+    """`v` for the thread at `tid`, as the unsigned bits of its type (LookupError: not arithmetic on
+    the thread index and constants)."""
+    op, width = v.owner, _width(v)
+    if not isinstance(op, Operation) or depth > 32:
+        raise LookupError
+    if isinstance(op, tile.ThreadIdOp):
+        result = tid[op.dim.value.data]
+    elif isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        result = op.value.value.data  # (i1 true is stored as -1)
+    elif isinstance(op, arith.IndexCastOp | arith.ExtSIOp):
+        inner = op.input
+        result = _signed(_evaluate(inner, tid, depth + 1), _width(inner))
+    elif isinstance(op, arith.ExtUIOp | arith.TruncIOp):
+        result = _evaluate(op.input, tid, depth + 1)
+    elif type(op) in _BINARY:
+        a, b = (_evaluate(x, tid, depth + 1) for x in (op.lhs, op.rhs))
+        result = _BINARY[type(op)](a, b, width)
+    elif isinstance(op, arith.CmpiOp):
+        name = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        w = _width(op.lhs)
+        a, b = (_evaluate(x, tid, depth + 1) for x in (op.lhs, op.rhs))
+        if name.startswith("s"):
+            a, b = _signed(a, w), _signed(b, w)
+        result = int(_COMPARE[name](a, b))
+    elif isinstance(op, arith.SelectOp):
+        result = _evaluate(op.lhs if _evaluate(op.cond, tid, depth + 1) else op.rhs, tid, depth + 1)
+    else:
+        raise LookupError
+    return result % (1 << width)
+
+
 def _sides_taken(cond: SSAValue, threads: tuple[int, int, int]) -> tuple[bool, bool] | None:
     """(whether some thread takes the `then` side, whether some takes the `else`), or None where the
     condition is not integer arithmetic on the thread index and constants."""
-    from xdsl.dialects import arith
-    from xdsl.dialects.builtin import IntegerAttr
-
-    binary = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, arith.MuliOp: lambda a, b: a * b,
-              arith.AndIOp: lambda a, b: a & b, arith.OrIOp: lambda a, b: a | b, arith.XOrIOp: lambda a, b: a ^ b,
-              arith.ShLIOp: lambda a, b: a << b, arith.ShRUIOp: lambda a, b: a >> b,
-              arith.DivUIOp: lambda a, b: a // b, arith.RemUIOp: lambda a, b: a % b,
-              arith.DivSIOp: lambda a, b: int(a / b), arith.RemSIOp: lambda a, b: a - b * int(a / b),
-              arith.MinSIOp: min, arith.MaxSIOp: max, arith.MinUIOp: min, arith.MaxUIOp: max}
-    compare = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
-               "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
-               "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
-               "uge": lambda a, b: a >= b}
-
-    def value(v: SSAValue, tid: tuple[int, int, int], depth: int = 0):
-        op = v.owner
-        if not isinstance(op, Operation) or depth > 32:
-            raise LookupError
-        if isinstance(op, tile.ThreadIdOp):
-            return tid[op.dim.value.data]
-        if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-            return op.value.value.data
-        if isinstance(op, arith.IndexCastOp | arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp):
-            return value(op.input, tid, depth + 1)
-        if type(op) in binary:
-            return binary[type(op)](value(op.lhs, tid, depth + 1), value(op.rhs, tid, depth + 1))
-        if isinstance(op, arith.CmpiOp):
-            name = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-            return int(compare[name](value(op.lhs, tid, depth + 1), value(op.rhs, tid, depth + 1)))
-        if isinstance(op, arith.SelectOp):
-            return value(op.lhs if value(op.cond, tid, depth + 1) else op.rhs, tid, depth + 1)
-        raise LookupError
-
     taken = set()
     try:
         for z in range(threads[2]):
             for y in range(threads[1]):
                 for x in range(threads[0]):
-                    taken.add(bool(value(cond, (x, y, z))))
+                    taken.add(bool(_evaluate(cond, (x, y, z))))
     except (LookupError, ZeroDivisionError):
         return None
     return True in taken, False in taken
@@ -115,14 +143,22 @@ def _inside_parallel(op: Operation, top: Operation) -> bool:
     return False
 
 
+def _root(buffer: SSAValue) -> Operation | None:
+    op = buffer.owner
+    while isinstance(op, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
+        op = op.source.owner
+    return op if isinstance(op, tile.AllocOp) else None
+
+
 def _sequential_blocker(branch: scf.IfOp) -> Operation | None:
     """The first op that keeps `branch`'s sides from running one after the other (None: nothing does)."""
+    if tile.enclosing(branch, tile.WarpSpecializeOp) is not None or \
+            tile.enclosing(branch, tile.ConsumerGroupOp) is not None:
+        return branch  # a role's threads are not the kernel's (T.ws): a side may be the role's every thread
     for inner in branch.walk():
         if inner is branch:
             continue
         if isinstance(inner, _PROTOCOL) or (isinstance(inner, tile.BarrierOp) and inner.barrier_id is not None):
-            return inner
-        if inner.name.startswith("tile.") and "nreg" in inner.name:
             return inner
         if isinstance(inner, tile.AtomicOp) and not _inside_parallel(inner, branch):
             return inner
@@ -130,13 +166,19 @@ def _sequential_blocker(branch: scf.IfOp) -> Operation | None:
             return inner
         if any(_on_thread_index(v) for v in inner.operands):
             return inner
+        if isinstance(inner, tile.StoreOp):  # per-thread state set by one side's threads only
+            alloc = _root(inner.dest)
+            scope = inner.dest.type.scope
+            outside = alloc is not None and not branch.is_ancestor(alloc)
+            if outside and (scope == "local" or (scope == "fragment" and not _inside_parallel(inner, branch))):
+                return inner
     return None
 
 
 def sequentialize(kernel: tile.KernelOp) -> None:
     """Branches on the thread index holding whole-tile work, their sides run one after the other on the
     whole block where they can be (see the module's docstring)."""
-    for branch in [op for op in kernel.walk() if isinstance(op, scf.IfOp)]:
+    for branch in reversed([op for op in kernel.walk() if isinstance(op, scf.IfOp)]):  # (inner ones first)
         if branch.parent is None or not _on_thread_index(branch.cond) or branch.results:
             continue
         if not any(_whole_tile(inner) for inner in branch.walk() if inner is not branch):
@@ -170,11 +212,20 @@ def check_thread_branches(kernel: tile.KernelOp) -> None:
             what = _whole_tile(inner) if inner is not op else None
             if what is not None:
                 blocker = _sequential_blocker(op)
-                why = (f"; tilec runs such a branch's sides one after the other on the whole block, but this one "
-                       f"holds {blocker.name}, which needs its side's threads apart from the others"
-                       if blocker is not None else
-                       "; tilec runs such a branch's sides one after the other on the whole block, but which "
-                       "threads take this one is not known from the thread index alone")
+                if op.results:
+                    why = "; tilec runs such a branch's sides one after the other on the whole block, but this one " \
+                          "yields values"
+                elif blocker is op:
+                    why = "; tilec runs such a branch's sides one after the other on the whole block, but this one " \
+                          "is inside a warp-specialized role (T.ws), whose threads are not the block's"
+                elif blocker is not None:
+                    why = (f"; tilec runs such a branch's sides one after the other on the whole block, but this one "
+                           f"holds {blocker.name}, which needs its side's threads apart from the others")
+                else:
+                    why = ("; tilec runs such a branch's sides one after the other on the whole block, but which "
+                           "threads take this one is not known from the thread index alone")
+                if blocker is op:
+                    blocker = None
                 raise error_at(inner, f"{what} inside a branch on the thread index (T.get_thread_binding) is not "
                                       "supported by the CUDA target: tilec spreads whole-tile work over all the "
                                       "block's threads, and those outside the branch would not do their part" + why,

@@ -206,7 +206,8 @@ class _Inference:
     def _set_view(self, key: Operation, layout: Layout | None, other: Operation) -> bool:
         if layout is None:
             view = key if isinstance(key, tile.ReshapeOp) else other
-            raise error_at(view, f"T.reshape of fragment {view.source.name_hint or ''} to "
+            name = f"fragment {view.source.name_hint}" if view.source.name_hint else "a fragment"
+            raise error_at(view, f"T.reshape of {name} to "
                                  f"{'x'.join(map(str, view.result.type.shape))}: its layout "
                                  f"{self.layouts[other]} does not split into that shape",
                            hint="reshape a shared copy of the fragment instead")
@@ -317,6 +318,16 @@ class _Inference:
         return changed
 
 
+def check_view_sources(kernel: tile.KernelOp) -> None:
+    """A `tile.reshape` of a fragment takes the fragment itself: a reshape of a view or of a region of
+    one has no layout of its own here."""
+    for op in kernel.walk():
+        if isinstance(op, tile.ReshapeOp) and _fragment_view(op.result) is None and \
+                (root := root_alloc(op.source)) is not None and root.result.type.scope == "fragment":
+            raise error_at(op, "T.reshape of a reshaped fragment, or of a region of one, is not supported by the "
+                               "CUDA target", hint="reshape the fragment itself to the shape wanted")
+
+
 def check_fragment_views(kernel: tile.KernelOp, inference: _Inference) -> None:
     """Every access through a `tile.reshape` of a fragment is one its registers serve as they are: a
     T.Parallel indexing the view with its variables in order, where the loop's layout holds them (a
@@ -360,6 +371,7 @@ class TileInferLayoutPass(ModulePass):
             check_thread_branches(kernel)
             expand_region_uses(kernel)
             rotate_shifted_accesses(kernel)
+            check_view_sources(kernel)
             inference = _Inference(kernel)
             inference.run()
             check_fragment_views(kernel, inference)

@@ -71,7 +71,10 @@ def _reshape(L: Lowerer, op: tile.ReshapeOp) -> None:
                               "into that shape")
         L.views[op.result] = View("fragment", src.mem, shape, src.element_type, layout=layout)
         return
-    if src.kind == "fragment" or src.chunk or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
+    if src.kind == "fragment":
+        raise L.error(op, "T.reshape of a fragment without a layout, or of a region of one, is not supported by the "
+                          "CUDA target", hint="reshape the whole fragment (tile-infer-layout gives it its layout)")
+    if src.chunk or any(o != 0 for o in src.offsets) or src.shape != op.source.type.shape:
         raise L.error(op, "T.reshape of regions is not supported by the CUDA target yet")
     strides, acc = [], 1
     for n in reversed(shape):

@@ -25,12 +25,15 @@ def _unravel(flat, shape):
     return tuple(index)
 
 
-@pytest.mark.parametrize("text", LAYOUTS)
-@pytest.mark.parametrize("shape", [(8, 8, 8, 8), (4, 1024), (4096,), (2, 2, 16, 64)], ids=str)
+CASES = [(LAYOUTS[0], (32, 8, 8)), (LAYOUTS[0], (2048,)), (LAYOUTS[0], (8, 4, 8, 8)), (LAYOUTS[0], (128, 16)),
+         (LAYOUTS[1], (64, 4, 16)), (LAYOUTS[1], (4096,)), (LAYOUTS[1], (8, 8, 8, 8)), (LAYOUTS[1], (2, 2, 16, 64)),
+         (LAYOUTS[2], (4, 4, 16)), (LAYOUTS[2], (256,)), (LAYOUTS[2], (2, 2, 64))]
+
+
+@pytest.mark.parametrize("text, shape", CASES, ids=[f"{t}->{s}" for t, s in CASES])
 def test_a_reshaped_layout_puts_every_element_on_the_same_thread_and_slot(text, shape):
     layout = Layout.parse(text)
-    if math.prod(shape) != math.prod(layout.shape):
-        shape = (math.prod(layout.shape) // 64, 64)
+    assert math.prod(shape) == math.prod(layout.shape) and shape != layout.shape
     view = layout.reshaped(shape)
     assert view is not None and view.shape == shape and view.rep == layout.rep
     assert view.num_slots == layout.num_slots and view.num_threads == layout.num_threads

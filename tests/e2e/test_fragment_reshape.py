@@ -64,6 +64,51 @@ def test_an_access_the_view_does_not_hold_is_a_located_error():
     assert "test_fragment_reshape.py" in str(e.value)
 
 
+def written_through_the_view_in_a_loop():
+    """A serial loop writes the fragment through its view, then reads the fragment at permuted rows
+    (through its shared copy, which must be taken inside the loop, after the view's writes)."""
+
+    @T.prim_func
+    def main(O: T.Tensor((2, 8), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_fragment((8, 16), T.float32)
+            s3 = T.reshape(s, (8, 4, 4))
+            for k in T.serial(2):
+                for i, a, b in T.Parallel(8, 4, 4):
+                    s3[i, a, b] = k * 100 + i
+                for i in T.Parallel(8):
+                    O[k, i] = s[7 - i, 0]
+
+    return main
+
+
+def test_writes_through_the_view_reach_the_fragments_shared_copy():
+    o = torch.zeros(2, 8)
+    tilec.compile(written_through_the_view_in_a_loop(), target="sim")(o)
+    want = torch.arange(7, -1, -1, dtype=torch.float32)
+    torch.testing.assert_close(o, torch.stack([want, want + 100]))
+
+
+def view_of_a_view():
+    @T.prim_func
+    def main(O: T.Tensor((8, 16), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_fragment((8, 16), T.float32)
+            s3 = T.reshape(s, (8, 4, 4))
+            s4 = T.reshape(s3, (8, 16))  # ERR
+            T.fill(s, 1.0)
+            for i, j in T.Parallel(8, 16):
+                O[i, j] = s4[i, j]
+
+    return main
+
+
+def test_a_view_of_a_view_is_a_located_error():
+    with pytest.raises(tilec.TilecError, match="T.reshape of a reshaped fragment") as e:
+        tilec.compile(view_of_a_view(), target="sim")
+    assert "test_fragment_reshape.py" in str(e.value)
+
+
 def test_assembles_for_sm_90a(ptxas):
     tilec.compile(per_head_logits(), out_idx=[3], target="sm_90a")
 

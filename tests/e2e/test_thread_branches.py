@@ -94,6 +94,61 @@ def thread_index_inside():
     return main
 
 
+def negated_condition():
+    """`not (tid < 32)`: the frontend's `xori c, true` (an i1 true is -1 in the IR) takes 64 threads."""
+
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32), Y: T.Tensor((64,), T.float32), Z: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=96) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            if not (T.get_thread_binding() < 32):
+                T.copy(X, x)
+                T.copy(x, Y)
+            else:
+                for i in T.Parallel(64):
+                    Z[i] = X[i] * 2
+
+    return main
+
+
+def per_thread_variable():
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32), Y: T.Tensor((96,), T.int32)):
+        with T.Kernel(1, threads=96) as bx:
+            x = T.alloc_fragment((64,), T.float32)
+            v = T.alloc_var(T.int32)
+            v = 0
+            if T.get_thread_binding() < 32:
+                T.copy(X, x)  # ERR
+                v = 1
+            else:
+                T.fill(x, 0.0)
+                v = 2
+            for i in T.Parallel(64):
+                Y[i] = v
+
+    return main
+
+
+def inside_a_role():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16), D: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            a_s = T.alloc_shared((64, 64), T.float16)
+            full = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.tma_copy(A[0:64, 0:64], a_s, barrier=full)
+                T.barrier_arrive(full)
+            with T.ws(1):
+                T.barrier_wait(full, 0)
+                if T.get_thread_binding() < 128:  # TileLang: none of warpgroup 1's threads 128-255
+                    T.copy(a_s, C)  # ERR
+                else:
+                    T.copy(a_s, D)
+
+    return main
+
+
 def one_thread_writes():
     @T.prim_func
     def main(X: T.Tensor((64,), T.float32), Y: T.Tensor((64,), T.float32)):
@@ -140,8 +195,18 @@ def test_both_sides_run_one_after_the_other(split):
     _run_two_sides(split, "sim", "cpu")
 
 
+def test_a_negated_condition_runs_both_sides():
+    x, y, z = torch.randn(64), torch.zeros(64), torch.zeros(64)
+    tilec.compile(negated_condition(), target="sim")(x, y, z)
+    torch.testing.assert_close(y, x)
+    torch.testing.assert_close(z, x * 2)
+
+
 @pytest.mark.parametrize("make, why", [(producer_and_consumer, "holds tile.mbarrier_arrive, which needs its side's threads"),
-                                       (thread_index_inside, "holds tile.store")], ids=["mbarriers", "thread-index"])
+                                       (thread_index_inside, "holds tile.store"),
+                                       (per_thread_variable, "holds tile.store"),
+                                       (inside_a_role, "inside a warp-specialized role")],
+                         ids=["mbarriers", "thread-index", "per-thread-variable", "inside-a-role"])
 def test_sides_that_need_their_threads_are_a_located_error(make, why):
     with pytest.raises(tilec.TilecError) as info:
         tilec.compile(make(), target="sm_90a")

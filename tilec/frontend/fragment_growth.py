@@ -3,8 +3,8 @@
 TileLang lays a fragment out from the T.Parallel loops that use it, so a fragment declared smaller
 than the loop that writes it (`sinks = T.alloc_fragment([heads], dtype)` filled by
 `for i in T.Parallel(block_M): sinks[i] = ...`, in TileLang's attention-sink examples) still holds
-one element per iteration there. tilec declares what it builds: such a fragment is allocated with
-the loop's extent instead, and a `TilecWarning` at the first access past the shape says so. Only a
+one element per iteration there. tilec declares what it builds: such a fragment is allocated as
+large as the loops index it instead, and a `TilecWarning` at the first access past the shape says so. Only a
 fragment used element by element (tile.load / tile.store) grows; one that a whole-tile operation
 also takes (T.copy, T.fill, T.gemm, T.reduce, a view, a layout annotation) keeps its shape, because
 that operation's extent would change with it, and the access gets its located error instead.
@@ -20,7 +20,7 @@ from tilec.errors import TilecError, TilecWarning
 
 __all__ = ["FragmentGrowth", "apply_fragment_growth", "grow_fragment"]
 
-_REGISTRY: dict = {}  # each place warns once per kernel definition
+_REGISTRY: dict = {}  # `warnings` shows each place's warning once
 
 
 @dataclass
