@@ -148,22 +148,24 @@ def region(v, value, hint: tuple[int, ...] | None, what: str):
     return v.b.emit(tile.RegionOp(ref.ssa, offsets, rtype)).results[0]
 
 
-def stage_view(v, value):
+def stage_view(v, value, what: str = "the operand", regions: bool = False):
     """`buf[s, :, :]` of a shared buffer of 3 or more dimensions: its stage s (`tile.stage`, one dimension
-    less, as multi-buffered pipelines and TMA use it); None for any other operand."""
+    less, as multi-buffered pipelines and TMA use it), and with `regions`, `buf[s, :, a:b]` a region of that
+    stage (a gemm operand: TileLang's `KV_shared[stage, :, :D // 2]`); None for any other operand."""
     if not isinstance(value, Access) or value.tile.scope != "shared" or len(value.indices) < 3:
         return None
     first, rest = value.indices[0], value.indices[1:]
-    if isinstance(first, SliceIndex) or not all(isinstance(i, SliceIndex) and i.start is None and i.stop is None
-                                                for i in rest):
+    whole = all(isinstance(i, SliceIndex) and i.start is None and i.stop is None for i in rest)
+    if isinstance(first, SliceIndex) or not (whole or regions and all(isinstance(i, SliceIndex) for i in rest)):
         return None
-    return v.b.emit(tile.StageOp(value.tile.ssa, v.index_ssa(first))).results[0]
+    stage = v.b.emit(tile.StageOp(value.tile.ssa, v.index_ssa(first))).results[0]
+    return stage if whole else region(v, Access(TileRef(stage), tuple(rest)), None, what)
 
 
 def tile_operand(v, value, what: str, scopes: tuple[str, ...], hint=None, *, stages: bool = False):
     """`region()` of an operand that must live in one of `scopes`; with `stages`, a shared buffer's stage
     `buf[s, :, :]` is its stage view (the 2-D operand a gemm reads)."""
-    ssa = (stage_view(v, value) if stages else None) or region(v, value, hint, what)
+    ssa = (stage_view(v, value, what, regions=True) if stages else None) or region(v, value, hint, what)
     scope = ssa.type.scope
     if scope not in scopes:
         raise v.b.error(f"{what} must be in {' or '.join(scopes)} scope, got a {scope} tile",
