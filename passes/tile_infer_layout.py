@@ -56,7 +56,6 @@ from .fragment_conversions import (
     stage_irregular_accesses,
 )
 from .fragment_regions import expand_region_uses
-from .parallel_rotation import rotate_shifted_accesses
 from .layouts import (
     default_layout,
     gemm_accumulator_layout,
@@ -64,6 +63,7 @@ from .layouts import (
     wgmma_accumulator_layout,
     wgmma_register_a_layout,
 )
+from .parallel_rotation import rotate_shifted_accesses
 from .thread_branches import check_thread_branches
 
 
@@ -332,7 +332,7 @@ def check_fragment_views(kernel: tile.KernelOp, inference: _Inference) -> None:
     """Every access through a `tile.reshape` of a fragment is one its registers serve as they are: a
     T.Parallel indexing the view with its variables in order, where the loop's layout holds them (a
     view is not staged through shared memory the way its fragment would be)."""
-    for (where, key), _ in inference.conflicts.items():
+    for where, key in inference.conflicts:
         if isinstance(key, tile.ReshapeOp):
             raise error_at(where, "this op needs the reshaped fragment in another layout than its own, "
                                   "which tilec does not convert for a T.reshape view",

@@ -5,7 +5,6 @@ import itertools
 import math
 
 import pytest
-
 from tilec.dialects.tile.layout import Layout
 
 LAYOUTS = ["(4s4,8t16)x(16t1,4s1)|r()",          # a coalesced default

@@ -3,6 +3,8 @@ as N x Q x H, scaled per head and reduced over the heads): the view is the fragm
 with the layout reshaped (`Layout.reshaped`), so the T.Parallel over the view and the reduction
 read them in place. Accesses the view's registers do not serve are located errors."""
 
+# ruff: noqa: F841
+
 import pytest
 import torch
 

@@ -3,6 +3,8 @@ MLA forward: `T.wgmma_gemm(Q_shared[:, :D // 2], KV_shared[stage, :, :D // 2], a
 view, then the region of it, so the operand is 2-D as T.gemm wants (before, `buf[s, :, a:b]` kept the
 stage dim and was refused as 3-D)."""
 
+# ruff: noqa: F841
+
 import pytest
 import torch
 
