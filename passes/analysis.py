@@ -224,3 +224,10 @@ def _leaf_multiple(leaf: SSAValue) -> int:
         return known_multiple(op.lhs) * known_multiple(op.rhs) or 1
     return 1
 
+
+def root_alloc(value: SSAValue) -> tile.AllocOp | None:
+    """The `tile.alloc` a buffer value comes from, through regions, reshapes and stages."""
+    op = value.owner
+    while isinstance(op, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
+        op = op.source.owner
+    return op if isinstance(op, tile.AllocOp) else None

@@ -29,7 +29,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value
 
-__all__ = ["convert_layouts", "is_fragment_alloc", "located", "reads", "regular_access", "stage_irregular_accesses",
+__all__ = ["convert_layouts", "fragment_view", "is_fragment_alloc", "located", "reads", "regular_access", "stage_irregular_accesses",
            "writes"]
 
 
@@ -60,6 +60,12 @@ def _new_buffer(like: tile.AllocOp, scope: str, suffix: str, layout: Layout | No
 
 def is_fragment_alloc(value: SSAValue) -> bool:
     return isinstance(value.owner, tile.AllocOp) and value.type.scope == "fragment"
+
+
+def fragment_view(value: SSAValue) -> tile.ReshapeOp | None:
+    """The `tile.reshape` that `value` is when it views a fragment allocation (its registers, reshaped)."""
+    op = value.owner
+    return op if isinstance(op, tile.ReshapeOp) and is_fragment_alloc(op.source) else None
 
 
 # -- what an op does with a buffer ----------------------------------------------------------------

@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value
-from .fragment_conversions import is_fragment_alloc, located
+from .fragment_conversions import fragment_view, is_fragment_alloc, located
 
 __all__ = ["rotate_shifted_accesses"]
 
@@ -105,14 +105,6 @@ def _uses_iv(index: SSAValue, iv: SSAValue, seen: set | None = None) -> bool:
     return any(_uses_iv(v, iv, seen) for v in op.operands)
 
 
-def _fragment_or_view(buf: SSAValue) -> bool:
-    """A fragment, or a `tile.reshape` of one (its accesses follow the fragment's layout too)."""
-    if is_fragment_alloc(buf):
-        return True
-    op = buf.owner
-    return isinstance(op, tile.ReshapeOp) and is_fragment_alloc(op.source)
-
-
 def _plan(loop: tile.ParallelOp, k: int):
     """The shift of loop dim `k` and the (access, operand index) pairs it applies to, or None."""
     iv, extent = loop.body.block.args[k], loop.shape[k]
@@ -121,7 +113,7 @@ def _plan(loop: tile.ParallelOp, k: int):
         if not isinstance(op, tile.LoadOp | tile.StoreOp):
             continue
         buf = op.source if isinstance(op, tile.LoadOp) else op.dest
-        if not _fragment_or_view(buf):
+        if not is_fragment_alloc(buf) and fragment_view(buf) is None:  # (a view follows its fragment's layout)
             continue
         first = len(op.operands) - len(op.indices)  # the indices come last
         for d, index in enumerate(op.indices):

@@ -33,6 +33,8 @@ from xdsl.ir import Operation, SSAValue
 
 from tilec.errors import error_at, loc_of
 
+from .analysis import root_alloc
+
 __all__ = ["check_thread_branches", "sequentialize"]
 
 _PROTOCOL = (tile.MBarrierArriveOp, tile.MBarrierWaitParityOp, tile.MBarrierExpectTxOp, tile.TmaLoadOp,
@@ -134,20 +136,9 @@ def _sides_taken(cond: SSAValue, threads: tuple[int, int, int]) -> tuple[bool, b
     return True in taken, False in taken
 
 
-def _inside_parallel(op: Operation, top: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None and parent is not top:
-        if isinstance(parent, tile.ParallelOp):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
-def _root(buffer: SSAValue) -> Operation | None:
-    op = buffer.owner
-    while isinstance(op, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
-        op = op.source.owner
-    return op if isinstance(op, tile.AllocOp) else None
+def _inside_parallel(op: Operation, branch: scf.IfOp) -> bool:
+    loop = tile.enclosing(op, tile.ParallelOp)
+    return loop is not None and branch.is_ancestor(loop)
 
 
 def _sequential_blocker(branch: scf.IfOp) -> Operation | None:
@@ -167,7 +158,7 @@ def _sequential_blocker(branch: scf.IfOp) -> Operation | None:
         if any(_on_thread_index(v) for v in inner.operands):
             return inner
         if isinstance(inner, tile.StoreOp):  # per-thread state set by one side's threads only
-            alloc = _root(inner.dest)
+            alloc = root_alloc(inner.dest)
             scope = inner.dest.type.scope
             outside = alloc is not None and not branch.is_ancestor(alloc)
             if outside and (scope == "local" or (scope == "fragment" and not _inside_parallel(inner, branch))):
@@ -213,19 +204,17 @@ def check_thread_branches(kernel: tile.KernelOp) -> None:
             if what is not None:
                 blocker = _sequential_blocker(op)
                 if op.results:
-                    why = "; tilec runs such a branch's sides one after the other on the whole block, but this one " \
-                          "yields values"
+                    why = "yields values"
                 elif blocker is op:
-                    why = "; tilec runs such a branch's sides one after the other on the whole block, but this one " \
-                          "is inside a warp-specialized role (T.ws), whose threads are not the block's"
-                elif blocker is not None:
-                    why = (f"; tilec runs such a branch's sides one after the other on the whole block, but this one "
-                           f"holds {blocker.name}, which needs its side's threads apart from the others")
-                else:
-                    why = ("; tilec runs such a branch's sides one after the other on the whole block, but which "
-                           "threads take this one is not known from the thread index alone")
-                if blocker is op:
+                    why = "is inside a warp-specialized role (T.ws), whose threads are not the block's"
                     blocker = None
+                elif blocker is not None:
+                    why = f"holds {blocker.name}, which needs its side's threads apart from the others"
+                else:
+                    why = None
+                why = ("; tilec runs such a branch's sides one after the other on the whole block, but " +
+                       (f"this one {why}" if why else "which threads take this one is not known from the thread "
+                                                      "index alone"))
                 raise error_at(inner, f"{what} inside a branch on the thread index (T.get_thread_binding) is not "
                                       "supported by the CUDA target: tilec spreads whole-tile work over all the "
                                       "block's threads, and those outside the branch would not do their part" + why,

@@ -50,8 +50,10 @@ from xdsl.passes import ModulePass
 from tilec.dtypes import from_ir
 from tilec.errors import error_at
 
+from .analysis import root_alloc
 from .fragment_conversions import (
     convert_layouts,
+    fragment_view,
     regular_access,
     stage_irregular_accesses,
 )
@@ -67,32 +69,16 @@ from .parallel_rotation import rotate_shifted_accesses
 from .thread_branches import check_thread_branches
 
 
-def root_alloc(value: SSAValue) -> tile.AllocOp | None:
-    """The `tile.alloc` a buffer value comes from, through regions, reshapes and stages."""
-    op = value.owner
-    while isinstance(op, tile.RegionOp | tile.ReshapeOp | tile.StageOp):
-        op = op.source.owner
-    return op if isinstance(op, tile.AllocOp) else None
-
-
 def _fragment(value: SSAValue) -> tile.AllocOp | tile.ReshapeOp | None:
     """The fragment `value` is, as a layout key: its alloc, or the `tile.reshape` of one (a view
     whose layout is the alloc's seen with the view's shape, `Layout.reshaped`)."""
-    view = _fragment_view(value)
+    view = fragment_view(value)
     if view is not None:
         return view
     alloc = root_alloc(value)
     if alloc is None or alloc.result.type.scope != "fragment" or alloc.result is not value:
         return None  # regions of fragments are not layout-propagated
     return alloc
-
-
-def _fragment_view(value: SSAValue) -> tile.ReshapeOp | None:
-    op = value.owner
-    if isinstance(op, tile.ReshapeOp) and isinstance(op.source.owner, tile.AllocOp) \
-            and op.source.type.scope == "fragment":
-        return op
-    return None
 
 
 def _bytes(typ) -> int:
@@ -204,15 +190,15 @@ class _Inference:
         return False
 
     def _set_view(self, key: Operation, layout: Layout | None, other: Operation) -> bool:
+        """Gives `key` (a fragment or its view) `layout`, the one of `other` (the view or the fragment) reshaped."""
+        view = key if isinstance(key, tile.ReshapeOp) else other
         if layout is None:
-            view = key if isinstance(key, tile.ReshapeOp) else other
             name = f"fragment {view.source.name_hint}" if view.source.name_hint else "a fragment"
             raise error_at(view, f"T.reshape of {name} to "
                                  f"{'x'.join(map(str, view.result.type.shape))}: its layout "
                                  f"{self.layouts[other]} does not split into that shape",
                            hint="reshape a shared copy of the fragment instead")
         if key in self.layouts and not same_threads(self.layouts[key], layout):
-            view = key if isinstance(key, tile.ReshapeOp) else other
             raise error_at(view, "T.reshape of a fragment whose two shapes are used in layouts that do not "
                                  f"match ({self.layouts[key]} and {layout})",
                            hint="use the fragment in one shape, or reshape a shared copy of it")
@@ -282,7 +268,7 @@ class _Inference:
                     src, dst = _fragment(op.src), _fragment(op.dst)
                     if src in self.layouts and dst is not None:
                         changed |= self.set(dst, self.layouts[src].reduce(op.axis), op)
-                elif isinstance(op, tile.ReshapeOp) and _fragment_view(op.result) is op:
+                elif isinstance(op, tile.ReshapeOp) and fragment_view(op.result) is op:
                     base = op.source.owner  # the view and its fragment: one layout, two shapes
                     if base in self.layouts:
                         changed |= self._set_view(op, self.layouts[base].reshaped(op.result.type.shape), base)
@@ -322,7 +308,7 @@ def check_view_sources(kernel: tile.KernelOp) -> None:
     """A `tile.reshape` of a fragment takes the fragment itself: a reshape of a view or of a region of
     one has no layout of its own here."""
     for op in kernel.walk():
-        if isinstance(op, tile.ReshapeOp) and _fragment_view(op.result) is None and \
+        if isinstance(op, tile.ReshapeOp) and fragment_view(op.result) is None and \
                 (root := root_alloc(op.source)) is not None and root.result.type.scope == "fragment":
             raise error_at(op, "T.reshape of a reshaped fragment, or of a region of one, is not supported by the "
                                "CUDA target", hint="reshape the fragment itself to the shape wanted")
@@ -337,16 +323,14 @@ def check_fragment_views(kernel: tile.KernelOp, inference: _Inference) -> None:
             raise error_at(where, "this op needs the reshaped fragment in another layout than its own, "
                                   "which tilec does not convert for a T.reshape view",
                            hint="reshape a shared copy of the fragment, or use the fragment in its own shape")
-    for view in [op for op in kernel.walk() if isinstance(op, tile.ReshapeOp) and _fragment_view(op.result) is op]:
+    for view in [op for op in kernel.walk() if isinstance(op, tile.ReshapeOp) and fragment_view(op.result) is op]:
         layout = inference.layouts[view]
         for use in view.result.uses:
             op = use.operation
             if not isinstance(op, tile.LoadOp | tile.StoreOp):
                 continue
-            loop = op.parent_op()
-            while loop is not None and not isinstance(loop, tile.ParallelOp | tile.KernelOp):
-                loop = loop.parent_op()
-            if isinstance(loop, tile.ParallelOp):
+            loop = tile.enclosing(op, tile.ParallelOp)
+            if loop is not None:
                 ivs = {arg: d for d, arg in enumerate(loop.body.block.args)}
                 dims = tuple(ivs.get(i) for i in op.indices)
                 if regular_access(dims, loop.shape, view.result.type.shape) and \

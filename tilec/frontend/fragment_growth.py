@@ -12,16 +12,13 @@ that operation's extent would change with it, and the access gets its located er
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
+from tilec.compiler.pass_configs import report
 from tilec.dialects import tile
-from tilec.errors import TilecError, TilecWarning
+from tilec.errors import TilecError
 
 __all__ = ["FragmentGrowth", "apply_fragment_growth", "grow_fragment"]
-
-_REGISTRY: dict = {}  # `warnings` shows each place's warning once
-
 
 @dataclass
 class FragmentGrowth:
@@ -62,11 +59,6 @@ def apply_fragment_growth(v) -> None:
         old.erase()
         declared = "x".join(str(d) for d in typ.shape)
         grown = "x".join(str(d) for d in growth.shape)
-        loc = growth.error.loc
-        msg = (f"{growth.error.msg}: tilec allocates it as {grown} (declared {declared}), one element per "
-               "iteration, as TileLang's layout inference does; declare it with the loop's extent")
-        if loc is None:
-            warnings.warn(msg, TilecWarning, stacklevel=2)
-        else:
-            warnings.warn_explicit(msg, TilecWarning, loc.file, loc.line, module="tilec", registry=_REGISTRY)
+        report(f"{growth.error.msg}: tilec allocates it as {grown} (declared {declared}), one element per "
+               "iteration, as TileLang's layout inference does; declare it with the loop's extent", growth.error.loc)
     v.fragment_growth = {}
