@@ -5,6 +5,8 @@ read them in place. Accesses the view's registers do not serve are located error
 
 # ruff: noqa: F841
 
+import inspect
+
 import pytest
 import torch
 
@@ -29,7 +31,7 @@ def per_head_logits(N=64, Q=4, H=16, K=32, transposed=False):
             T.gemm(a_s, b_s, s, transpose_B=True, clear_accum=True)
             if transposed:
                 for n, h, q in T.Parallel(N, H, Q):
-                    s3[n, q, h] = T.max(s3[n, q, h], 0) * w[q, h]
+                    s3[n, q, h] = T.max(s3[n, q, h], 0) * w[q, h]  # ERR
             else:
                 for n, q, h in T.Parallel(N, Q, H):
                     s3[n, q, h] = T.max(s3[n, q, h], 0) * w[q, h]
@@ -60,10 +62,15 @@ def test_a_reshaped_accumulator_is_scaled_and_reduced_in_place(target):
     torch.testing.assert_close(kernel(a, b, w), _reference(a, b, w), atol=1e-3, rtol=1e-3)
 
 
+def _marked_line(make) -> int:
+    lines, first = inspect.getsourcelines(make)
+    return first + next(k for k, line in enumerate(lines) if "# ERR" in line)
+
+
 def test_an_access_the_view_does_not_hold_is_a_located_error():
     with pytest.raises(tilec.TilecError, match="not held by the thread that accesses it") as e:
         tilec.compile(per_head_logits(transposed=True), out_idx=[3], target="sim")
-    assert "test_fragment_reshape.py" in str(e.value)
+    assert f"test_fragment_reshape.py:{_marked_line(per_head_logits)}:" in str(e.value).splitlines()[0]
 
 
 def written_through_the_view_in_a_loop():
@@ -108,7 +115,28 @@ def view_of_a_view():
 def test_a_view_of_a_view_is_a_located_error():
     with pytest.raises(tilec.TilecError, match="T.reshape of a reshaped fragment") as e:
         tilec.compile(view_of_a_view(), target="sim")
-    assert "test_fragment_reshape.py" in str(e.value)
+    assert f"test_fragment_reshape.py:{_marked_line(view_of_a_view)}:" in str(e.value).splitlines()[0]
+
+
+def a_shape_the_layout_does_not_split_into():
+    @T.prim_func
+    def main(X: T.Tensor((3, 128), T.float32), O: T.Tensor((2, 192), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((3, 128), T.float32)
+            x2 = T.reshape(x, (2, 192))  # ERR
+            T.copy(X, x)
+            for i, j in T.Parallel(2, 192):
+                O[i, j] = x2[i, j]
+
+    return main
+
+
+def test_a_shape_the_layout_does_not_split_into_is_a_located_error():
+    with pytest.raises(tilec.TilecError, match=r"T.reshape of fragment x to 2x192: its layout .* does not split into "
+                                               r"that shape") as e:
+        tilec.compile(a_shape_the_layout_does_not_split_into(), target="sim")
+    assert f"test_fragment_reshape.py:{_marked_line(a_shape_the_layout_does_not_split_into)}:" in \
+        str(e.value).splitlines()[0]
 
 
 def test_assembles_for_sm_90a(ptxas):

@@ -6,6 +6,8 @@ Kernels live in this file (the frontend reads their source with `inspect`).
 
 # ruff: noqa: F841
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -388,10 +390,17 @@ def out_of_bounds_fragment(heads=1, block_M=8, whole=False):
     return main
 
 
+def _past_the_end_line() -> int:
+    lines, first = inspect.getsourcelines(out_of_bounds_fragment)
+    return first + next(k for k, line in enumerate(lines) if "past the fragment's end" in line)
+
+
 def test_a_fragment_indexed_past_its_end_by_a_parallel_loop_is_sized_by_the_loop_with_a_warning():
     with pytest.warns(TilecWarning, match=r"index 0 of sinks takes values 0 to 7 .* dimension 0 has size 1: "
-                                                 r"tilec allocates it as 8 \(declared 1\)"):
+                                                 r"tilec allocates it as 8 \(declared 1\)") as caught:
         kernel = tilec.compile(out_of_bounds_fragment(), target="interp")
+    warning = next(w for w in caught if "tilec allocates it" in str(w.message))
+    assert warning.filename.endswith("test_tilelang_semantics.py") and warning.lineno == _past_the_end_line()
     assert "!tile.buffer<8xf32, fragment>" in kernel.get_ir("tile")
     s, o = np.array([0.5], np.float32), np.zeros(8, np.float32)
     kernel(s, o)
@@ -403,7 +412,8 @@ def test_a_fragment_indexed_past_its_end_and_used_whole_is_a_located_error():
 
     with pytest.raises(tilec.TilecError, match=r"index 0 of sinks takes values 0 to 7 .* dimension 0 has size 1") as e:
         build_prim_func(out_of_bounds_fragment(whole=True))  # T.fill's extent would change with the fragment's
-    assert "test_tilelang_semantics.py" in str(e.value) and "used whole (tile.fill)" in str(e.value)
+    assert f"test_tilelang_semantics.py:{_past_the_end_line()}:" in str(e.value).splitlines()[0]
+    assert "used whole (tile.fill)" in str(e.value)
     build_prim_func(out_of_bounds_fragment(heads=8, whole=True))  # the same kernel with a buffer as large as the loop
 
 

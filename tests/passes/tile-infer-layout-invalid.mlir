@@ -35,3 +35,29 @@ func.func @negative_scalar_in_thread_branch(%Y: !tile.tensor<64xf32>) {
   }
   func.return
 }
+
+// -----
+
+// A branch on the thread index that yields a value cannot be replaced by its sides one after the
+// other (which side's value would follow it?), so its whole-tile work stays refused.
+func.func @thread_branch_with_results(%Y: !tile.tensor<64xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [64, 1, 1] {
+    %c32 = arith.constant 32 : index
+    %t = tile.thread_id
+    %low = arith.cmpi ult, %t, %c32 : index
+    %v = scf.if %low -> (f32) {
+      // expected-error@+1 {{T.Parallel inside a branch on the thread index (T.get_thread_binding) is not supported by the CUDA target: tilec spreads whole-tile work over all the block's threads, and those outside the branch would not do their part; tilec runs such a branch's sides one after the other on the whole block, but this one yields values}}
+      tile.parallel (%i) in [64] {
+        %z = arith.constant 0.0 : f32
+        tile.store %z, %Y[%i] : f32, !tile.tensor<64xf32>
+      }
+      %one = arith.constant 1.0 : f32
+      scf.yield %one : f32
+    } else {
+      %two = arith.constant 2.0 : f32
+      scf.yield %two : f32
+    }
+  }
+  func.return
+}
