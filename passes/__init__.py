@@ -48,6 +48,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tile-select-mma": _lazy("tile_select_mma", "TileSelectMmaPass"),
     "tile-warp-specialize": _lazy("tile_warp_specialize", "TileWarpSpecializePass"),
     "tile-cluster": _lazy("tile_cluster", "TileClusterPass"),
+    "tile-alternate-k": _lazy("tile_alternate_k", "TileAlternateKPass"),
     "tile-stage-epilogue": _lazy("tile_stage_epilogue", "TileStageEpiloguePass"),
     "tile-pipeline": _lazy("tile_pipeline", "TilePipelinePass"),
     "tile-infer-layout": _lazy("tile_infer_layout", "TileInferLayoutPass"),

@@ -4,7 +4,7 @@ target, a "why here" comment on each pass).
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
 passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
-`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.split_masks`, `tilec.longest_first`, `tilec.tma_store`, `tilec.warpgroup_pingpong`, `tilec.operand_rings`, `tilec.softmax_overlap`; see pass_configs.py) decide which passes run and with which options.
+`tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.alternate_k`, `tilec.split_masks`, `tilec.longest_first`, `tilec.tma_store`, `tilec.warpgroup_pingpong`, `tilec.operand_rings`, `tilec.softmax_overlap`; see pass_configs.py) decide which passes run and with which options.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
     """The tile-level passes for an NVIDIA target (and for "sim", which lowers for sm_90a), in order."""
     from tilec.passes.canonicalize import tile as _  # noqa: F401 - canonicalization patterns load lazily
+    from tilec.passes.tile_alternate_k import TileAlternateKPass
     from tilec.passes.tile_infer_layout import TileInferLayoutPass
     from tilec.passes.tile_insert_barriers import TileInsertBarriersPass
     from tilec.passes.tile_legalize_bounds import TileLegalizeBoundsPass
@@ -54,6 +55,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
           if specialize else []),  # T.Pipelined wgmma loops: a TMA producer warpgroup
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
         *([TileClusterPass(target=target.name)] if cluster else []),  # share loads
+        # persistent gemms: odd rounds load their k-tiles last to first, starting on what L2 still holds
+        *([TileAlternateKPass()] if specialize and configs.get("tilec.alternate_k", True) else []),
         *([TileStageEpiloguePass(target=target.name, tma_store=bool(configs.get("tilec.tma_store", True)))]
           if specialize else []),  # their results through shared memory: TMA stores or 16-byte stores
         *([TilePipelinePass(target=target.name)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
