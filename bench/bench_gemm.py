@@ -55,7 +55,10 @@ ONCE = os.environ.get("BENCH_ONCE") == "1"
 # BENCH_GEMM_DYNAMIC=1: also the best tilec configuration built over T.dynamic sizes (M, N, K bound at the call:
 # tilec.aligned_sizes' build where the sizes are 16-byte multiples, the build for any sizes where not)
 DYNAMIC = os.environ.get("BENCH_GEMM_DYNAMIC") == "1"
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # the interleaved re-timing of each implementation's best
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+# BENCH_GEMM_COMPARE=fwd: the best tilec tiles also under their schedule's variants (persistent -> persistent-fwd),
+# timed in the same interleaved rounds: an A/B of a pass config on the kernel the sweep chose
+COMPARE = [c for c in os.environ.get("BENCH_GEMM_COMPARE", "").split(",") if c]  # the interleaved re-timing of each implementation's best
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
 if os.environ.get("BENCH_GEMM_SHAPES"):
     SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]
@@ -82,6 +85,7 @@ for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores i
     CONFIGS[f"{_name}-nostmatrix"] = {**CONFIGS[_name], "tilec.stmatrix": False}  # pairs by 4-byte stores
     CONFIGS[f"{_name}-nows"] = {**CONFIGS[_name], "tl.disable_warp_specialized": True}  # cp.async stages, wgmma
     CONFIGS[f"{_name}-percopy"] = {**CONFIGS[_name], "tilec.per_copy_tma": True}  # TMA or cp.async per copy
+    CONFIGS[f"{_name}-fwd"] = {**CONFIGS[_name], "tilec.alternate_k": False}  # every round's k-tiles first to last
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]
 # Triton's tutorial configurations for Hopper-class GPUs (03-matrix-multiplication.py), plus two
@@ -283,6 +287,16 @@ def main() -> int:
         if best is not None:
             results["tilec"] = best[:4]
             calls["tilec"] = lambda kernel=best[4]: kernel(*args)
+        for variant in COMPARE if best is not None else []:  # the best tiles again, its schedule's variant
+            tiles_name, _, schedule = best[2].partition(" ")
+            tiles, schedule = tuple(int(x) for x in tiles_name.split("x")), f"{schedule or 'plain'}-{variant}"
+            clog: list = []
+            with _only(tiles, schedule):
+                other = tilec_best(build, args, ref, flops, clog, f"tilec {schedule}")
+            log.append({"case": [what, m, n, k, dtype], "tilec_compare": clog})
+            if other is not None and other[2] != best[2]:
+                results[f"tilec {schedule}"] = other[:4]
+                calls[f"tilec {schedule}"] = lambda kernel=other[4]: kernel(*args)
         if best is not None and DYNAMIC and bias is None:  # the best tiles again, the kernel over T.dynamic sizes
             tiles, _, schedule = best[2].partition(" ")
             dyn_tiles = tuple(int(x) for x in tiles.split("x"))

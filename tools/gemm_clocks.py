@@ -35,6 +35,9 @@ SECONDS = float(os.environ.get("GEMM_CLOCKS_SECONDS", "3"))
 TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ.get("GEMM_CLOCKS_TILES", "128x256x64x4x256").split(",")]
 SCHEDULES = os.environ.get("GEMM_CLOCKS_SCHEDULES", "persistent,plain").split(",")
 DTYPES = os.environ.get("GEMM_CLOCKS_DTYPES", "float16,bfloat16").split(",")
+# each kernel's sustained run repeated in this many rounds that take the kernels in turn, the medians reported:
+# an A/B of two schedules then sees the card's thermal drift on both sides
+ROUNDS = int(os.environ.get("GEMM_CLOCKS_ROUNDS", "1"))
 CONFIGS = bench_gemm.CONFIGS  # the bench's schedules and their variants (-unbalanced, -nostmatrix, ...)
 
 
@@ -80,13 +83,18 @@ def main() -> int:
             best = bench_gemm.tuned_triton(run, a, b, None, ref, [])
             if best is not None:
                 impls.append((f"Triton {best[2]}", lambda c=best[3]: run(a, b, None, c)))
-        for name, call in impls:
-            us, mhz, watts = sustained(call, SECONDS)
+        runs: dict[str, list] = {name: [] for name, _ in impls}
+        for r in range(ROUNDS):
+            for name, call in impls[r % len(impls):] + impls[:r % len(impls)]:
+                runs[name].append(sustained(call, SECONDS))
+        for name, samples in runs.items():
+            us, mhz, watts = (statistics.median(s[i] for s in samples) for i in range(3))
             flop_per_clk = 2 * M * N * K / (us * 1e-6) / (mhz * 1e6) / sms
-            rows.append([dtype, name, f"{us:.0f}", f"{2 * M * N * K / us / 1e6:.0f}", f"{mhz:.0f}", f"{watts:.0f}",
-                         f"{flop_per_clk:.0f}"])
-    print(f"{M}x{N}x{K}: each kernel back to back for {SECONDS:.0f} s, nvidia-smi every 50 ms (medians)")
-    bench_gemm.print_table(["dtype", "impl", "us", "TFLOP/s", "SM MHz", "W", "FLOP/clk/SM"], rows)
+            rows.append([dtype, name, f"{us:.0f}", " ".join(f"{s[0]:.0f}" for s in samples),
+                         f"{2 * M * N * K / us / 1e6:.0f}", f"{mhz:.0f}", f"{watts:.0f}", f"{flop_per_clk:.0f}"])
+    print(f"{M}x{N}x{K}: each kernel back to back for {SECONDS:.0f} s in each of {ROUNDS} rounds, nvidia-smi every "
+          f"50 ms (medians)")
+    bench_gemm.print_table(["dtype", "impl", "us", "rounds us", "TFLOP/s", "SM MHz", "W", "FLOP/clk/SM"], rows)
     return 0
 
 
