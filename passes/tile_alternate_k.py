@@ -11,7 +11,8 @@ Establishes: in the producer, the loads of the tiles a block runs in odd rounds 
   consumers' iterations cannot matter but for rounding: their loop holds nothing but the ring's
   waits, releases and stage views, index arithmetic, and gemms that accumulate (none clears its
   accumulator in the loop, none reads another's); the sum is then reassociated, as another tile
-  shape or split would reassociate it. Pass option / config `tilec.alternate_k` (on by default).
+  shape or split would reassociate it, and where the loop's bounds are compile-time constants.
+  Pass config `tilec.alternate_k` (on by default; the pass list leaves the pass out when False).
 Fails: never; a persistent loop left alone says why in `tilec.not_alternated` on the consumers'
   loop.
 
@@ -91,17 +92,13 @@ def _loads(loop: tile.ForOp) -> list[Operation]:
             or (isinstance(op, tile.CopyOp) and isinstance(op.src.type, tile.TensorType))]
 
 
-def _mirror(b: Builder, loop: tile.ForOp) -> SSAValue:
-    """`lb + last`, where `last` = lb + (trips - 1)·step is the loop's last index: `mirror - k`
-    takes the iterations last to first."""
+def _mirror(loop: tile.ForOp) -> int | None:
+    """`lb + last`, where `last` = lb + (trips - 1)·step is the loop's last index (None: bounds
+    known only at run time): `mirror - k` takes the iterations last to first."""
     lb, ub, step = (constant_value(v) for v in (loop.lb, loop.ub, loop.step))
-    if None not in (lb, ub, step):
-        trips = -(-(ub - lb) // step)
-        return b.index(lb + lb + (trips - 1) * step)
-    span = b.binary(arith.SubiOp, loop.ub, loop.lb)
-    trips = span if step == 1 else b.binary(arith.CeilDivUIOp, span, loop.step)
-    last = b.binary(arith.MuliOp, b.binary(arith.SubiOp, trips, 1), loop.step)
-    return b.binary(arith.AddiOp, b.binary(arith.AddiOp, last, loop.lb), loop.lb)
+    if None in (lb, ub, step) or ub <= lb:
+        return None
+    return lb + lb + (-(-(ub - lb) // step) - 1) * step
 
 
 def _with_index(value: SSAValue, iv: SSAValue, kk: SSAValue, body, cloned: dict, before: Operation) -> SSAValue:
@@ -132,11 +129,11 @@ def _reads(op: Operation, iv: SSAValue, body) -> bool:
     return False
 
 
-def alternate(producer: tile.PersistentOp, loop: tile.ForOp) -> None:
+def alternate(producer: tile.PersistentOp, loop: tile.ForOp, mirror: int) -> None:
     """The rewrite of the producer's `loop` (see the module's docstring)."""
     head = Builder()
     odd = head.add(arith.CmpiOp(head.binary(arith.RemUIOp, producer.tiles_before, 2), head.index(0), "ne"))
-    mirror = _mirror(head, loop)
+    mirror = head.index(mirror)
     for op in head.ops:
         op.location = loop.location
     Rewriter.insert_op(head.ops, InsertPoint.before(loop))
@@ -176,7 +173,10 @@ class TileAlternateKPass(ModulePass):
                     loop.attributes[NOT_ALTERNATED] = StringAttr("the roles hold more than one loop each")
                 continue
             why = order_free(c_loops[0])
+            mirror = _mirror(p_loops[0])
+            if why is None and mirror is None:
+                why = "the loop's bounds are known only at run time"  # (a persistent loop's are not, so far)
             if why is not None:
                 c_loops[0].attributes[NOT_ALTERNATED] = StringAttr(why)
                 continue
-            alternate(producer, p_loops[0])
+            alternate(producer, p_loops[0], mirror)
