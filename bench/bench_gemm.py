@@ -56,7 +56,7 @@ ONCE = os.environ.get("BENCH_ONCE") == "1"
 # tilec.aligned_sizes' build where the sizes are 16-byte multiples, the build for any sizes where not)
 DYNAMIC = os.environ.get("BENCH_GEMM_DYNAMIC") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-# BENCH_GEMM_COMPARE=fwd: the best tilec tiles also under their schedule's variants (persistent -> persistent-fwd),
+# BENCH_GEMM_COMPARE=alt: the best tilec tiles also under their schedule's variants (persistent -> persistent-alt),
 # timed in the same interleaved rounds: an A/B of a pass config on the kernel the sweep chose
 COMPARE = [c for c in os.environ.get("BENCH_GEMM_COMPARE", "").split(",") if c]  # the interleaved re-timing of each implementation's best
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
@@ -85,6 +85,7 @@ for _name in list(CONFIGS):  # each schedule with its result in 16-byte stores i
     CONFIGS[f"{_name}-nostmatrix"] = {**CONFIGS[_name], "tilec.stmatrix": False}  # pairs by 4-byte stores
     CONFIGS[f"{_name}-nows"] = {**CONFIGS[_name], "tl.disable_warp_specialized": True}  # cp.async stages, wgmma
     CONFIGS[f"{_name}-percopy"] = {**CONFIGS[_name], "tilec.per_copy_tma": True}  # TMA or cp.async per copy
+    CONFIGS[f"{_name}-alt"] = {**CONFIGS[_name], "tilec.alternate_k": True}  # odd rounds' k-tiles last to first
     CONFIGS[f"{_name}-fwd"] = {**CONFIGS[_name], "tilec.alternate_k": False}  # every round's k-tiles first to last
 if os.environ.get("BENCH_GEMM_TILES"):  # e.g. "128x256x64x3x256,128x128x64x4x128"
     TILES = [tuple(int(x) for x in t.split("x")) for t in os.environ["BENCH_GEMM_TILES"].split(",")]

@@ -4,7 +4,7 @@
         --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum python tools/gemm_once.py
 
 SHAPE (MxNxK), DTYPE, TILES (block_M x block_N x block_K x stages x threads), SCHEDULE (one of
-bench/bench_gemm.py's CONFIGS: persistent, persistent-fwd, pingpong, ...)."""
+bench/bench_gemm.py's CONFIGS: persistent, persistent-alt, pingpong, ...)."""
 import os
 import sys
 

@@ -10,7 +10,7 @@ from kernel_cases import gemm_tiles
 import tilec
 import tilec.language as T
 
-_PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False}
+_PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False, "tilec.alternate_k": True}
 
 
 def test_odd_rounds_sum_backwards():
@@ -36,7 +36,7 @@ def test_odd_rounds_sum_backwards():
 @pytest.mark.parametrize("case", [
     # (m, n, k), tiles (bm, bn, bk), threads, configs: tails in M, N and K (the partial k-tile comes first backwards)
     ((300, 600, 200), (128, 256, 64), 256, _PERSISTENT),
-    ((384, 384, 320), (128, 128, 64), 128, {"tilec.pingpong": True}),  # two consumer groups on alternate tiles
+    ((384, 384, 320), (128, 128, 64), 128, {"tilec.pingpong": True, "tilec.alternate_k": True}),  # two consumer groups on alternate tiles
     ((256, 256, 204), (128, 128, 64), 256, _PERSISTENT),  # A's rows 408 bytes apart: cp.async by the producer
 ], ids=["persistent-tails", "pingpong", "per-copy"])
 def test_alternating_schedules_stay_right(case):
