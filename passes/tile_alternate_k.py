@@ -12,7 +12,7 @@ Establishes: in the producer, the loads of the tiles a block runs in odd rounds 
   waits, releases and stage views, index arithmetic, and gemms that accumulate (none clears its
   accumulator in the loop, none reads another's); the sum is then reassociated, as another tile
   shape or split would reassociate it, and where the loop's bounds are compile-time constants.
-  Pass config `tilec.alternate_k` (opt-in until measured on the GPU).
+  Pass config `tilec.alternate_k` (opt-in until the GPU tests run with it).
 Fails: never; a persistent loop left alone says why in `tilec.not_alternated` on the consumers'
   loop.
 
@@ -21,7 +21,8 @@ of the grid's order, and under `T.use_swizzle`'s panels two rounds in a row shar
 (the same rows of A). A round ends on the last k-tiles of its operands; run backwards, the next one
 starts on those, still in L2, where run forwards it would start on the first ones, long evicted.
 At 8192^3 with 128x256 tiles (128 blocks, panel 10) an LRU model of a 50 MB L2 reads 1.29 GB of
-DRAM forwards and 1.09 GB alternating (bench/NOTES.md, session 19).
+DRAM forwards and 1.09 GB alternating (tools/l2_model.py); on an H100 ncu read 1.32 and 1.22 GB,
+and the kernel ran 0.4-0.6 % faster sustained (bench/NOTES.md, session 19).
 
     tile.persistent (%x, %y, %n) in (%gx, %gy) {
       tile.for %k = %c0 to %c128 step %c1 { ... tile.tma_load (region %A[%y * 128, %k * 64]) ... }
