@@ -55,10 +55,10 @@ ONCE = os.environ.get("BENCH_ONCE") == "1"
 # BENCH_GEMM_DYNAMIC=1: also the best tilec configuration built over T.dynamic sizes (M, N, K bound at the call:
 # tilec.aligned_sizes' build where the sizes are 16-byte multiples, the build for any sizes where not)
 DYNAMIC = os.environ.get("BENCH_GEMM_DYNAMIC") == "1"
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # the interleaved re-timing of each implementation's best
 # BENCH_GEMM_COMPARE=alt: the best tilec tiles also under their schedule's variants (persistent -> persistent-alt),
 # timed in the same interleaved rounds: an A/B of a pass config on the kernel the sweep chose
-COMPARE = [c for c in os.environ.get("BENCH_GEMM_COMPARE", "").split(",") if c]  # the interleaved re-timing of each implementation's best
+COMPARE = [c for c in os.environ.get("BENCH_GEMM_COMPARE", "").split(",") if c]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]
 if os.environ.get("BENCH_GEMM_SHAPES"):
     SHAPES = [tuple(int(x) for x in s.split("x")) for s in os.environ["BENCH_GEMM_SHAPES"].split(",")]

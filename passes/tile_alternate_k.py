@@ -43,12 +43,12 @@ from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value
-from .loop_stages import Builder, pure
+from .loop_stages import Builder, clone_slice, pure
 
 __all__ = ["ALTERNATED", "NOT_ALTERNATED", "TileAlternateKPass", "order_free"]
 
@@ -102,34 +102,6 @@ def _mirror(loop: tile.ForOp) -> int | None:
     return lb + lb + (-(-(ub - lb) // step) - 1) * step
 
 
-def _with_index(value: SSAValue, iv: SSAValue, kk: SSAValue, body, cloned: dict, before: Operation) -> SSAValue:
-    """`value` recomputed with `kk` for `iv`: the ops of `body` between them cloned before `before`."""
-    if value is iv:
-        return kk
-    op = value.owner
-    if not isinstance(op, Operation) or op.parent_block() is not body or not _reads(op, iv, body):
-        return value
-    if op not in cloned:
-        mapper = {v: _with_index(v, iv, kk, body, cloned, before) for v in op.operands}
-        cloned[op] = op.clone(value_mapper=mapper)
-        Rewriter.insert_op(cloned[op], InsertPoint.before(before))
-    return cloned[op].results[op.results.index(value)]
-
-
-def _reads(op: Operation, iv: SSAValue, body) -> bool:
-    """Whether `op`'s operands depend on `iv` within `body`."""
-    todo, seen = list(op.operands), set()
-    while todo:
-        v = todo.pop()
-        if v is iv:
-            return True
-        owner = v.owner
-        if isinstance(owner, Operation) and owner.parent_block() is body and owner not in seen:
-            seen.add(owner)
-            todo.extend(owner.operands)
-    return False
-
-
 def alternate(producer: tile.PersistentOp, loop: tile.ForOp, mirror: int) -> None:
     """The rewrite of the producer's `loop` (see the module's docstring)."""
     head = Builder()
@@ -145,9 +117,11 @@ def alternate(producer: tile.PersistentOp, loop: tile.ForOp, mirror: int) -> Non
     for op in b.ops:
         op.location = loop.location
     Rewriter.insert_op(b.ops, InsertPoint.at_start(body))
-    cloned: dict[Operation, Operation] = {}
-    for load in _loads(loop):
-        load.operands[0] = _with_index(load.operands[0], iv, kk, body, cloned, load)  # (src, for both ops)
+    done: dict[Operation, Operation] = {}
+    for load in _loads(loop):  # each load's source recomputed from kk, right before it
+        address = Builder()
+        load.operands[0] = clone_slice(load.operands[0], body, iv, kk, address, done)  # (src, for both ops)
+        Rewriter.insert_op(address.ops, InsertPoint.before(load))
     for op in reversed(list(body.ops)):  # the forward addresses the loads no longer read
         if pure(op) and op not in b.ops and all(not r.uses for r in op.results):
             Rewriter.erase_op(op)
