@@ -4,7 +4,7 @@
         --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum python tools/gemm_once.py
 
 SHAPE (MxNxK), DTYPE, TILES (block_M x block_N x block_K x stages x threads), SCHEDULE (one of
-bench/bench_gemm.py's CONFIGS: persistent, persistent-alt, pingpong, ...)."""
+bench/bench_gemm.py's CONFIGS: persistent, persistent-alt, pingpong, ...), LAUNCHES (3)."""
 import os
 import sys
 
@@ -24,7 +24,7 @@ schedule = os.environ.get("SCHEDULE", "persistent")
 kernel = tilec.jit(bench_gemm.matmul.fn, out_idx=[-1], pass_configs=bench_gemm.CONFIGS[schedule])(
     M, N, K, *tiles, dtype=getattr(T, dtype))
 a, b = (torch.randn(*s, device="cuda", dtype=getattr(torch, dtype)) for s in ((M, K), (K, N)))
-for _ in range(3):
+for _ in range(int(os.environ.get("LAUNCHES", "3"))):
     c = kernel(a, b)
 torch.cuda.synchronize()
 err = float((c.float() - a.float() @ b.float()).norm() / (a.float() @ b.float()).norm())
