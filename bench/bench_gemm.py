@@ -210,6 +210,12 @@ def tilec_best(build, args, ref, flops: int, log: list, label: str):
     return best
 
 
+def _tiles_schedule(name: str) -> tuple[tuple, str]:
+    """The tiles and schedule of a name `tilec_best` gave ("128x256x64x4x256 persistent")."""
+    tiles, _, schedule = name.partition(" ")
+    return tuple(int(x) for x in tiles.split("x")), schedule or "plain"
+
+
 @contextlib.contextmanager
 def _only(tiles: tuple, schedule: str):
     """The sweep of `tilec_best` narrowed to one tile configuration and schedule."""
@@ -289,8 +295,8 @@ def main() -> int:
             results["tilec"] = best[:4]
             calls["tilec"] = lambda kernel=best[4]: kernel(*args)
         for variant in COMPARE if best is not None else []:  # the best tiles again, its schedule's variant
-            tiles_name, _, schedule = best[2].partition(" ")
-            tiles, schedule = tuple(int(x) for x in tiles_name.split("x")), f"{schedule or 'plain'}-{variant}"
+            tiles, schedule = _tiles_schedule(best[2])
+            schedule = f"{schedule}-{variant}"
             clog: list = []
             with _only(tiles, schedule):
                 other = tilec_best(build, args, ref, flops, clog, f"tilec {schedule}")
@@ -299,14 +305,13 @@ def main() -> int:
                 results[f"tilec {schedule}"] = other[:4]
                 calls[f"tilec {schedule}"] = lambda kernel=other[4]: kernel(*args)
         if best is not None and DYNAMIC and bias is None:  # the best tiles again, the kernel over T.dynamic sizes
-            tiles, _, schedule = best[2].partition(" ")
-            dyn_tiles = tuple(int(x) for x in tiles.split("x"))
+            dyn_tiles, schedule = _tiles_schedule(best[2])
 
             def build_dynamic(bm, bn, bk, s, t, configs):
                 matmul.pass_configs = dict(configs)
                 return matmul(T.dynamic("m"), T.dynamic("n"), T.dynamic("k"), bm, bn, bk, s, t, dtype=tdt)
             dlog: list = []
-            with _only(dyn_tiles, schedule or "plain"):
+            with _only(dyn_tiles, schedule):
                 dbest = tilec_best(build_dynamic, args, ref, flops, dlog, "tilec T.dynamic")
             log.append({"case": [what, m, n, k, dtype], "tilec_dynamic": dlog})
             if dbest is not None:
