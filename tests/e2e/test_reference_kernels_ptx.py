@@ -43,3 +43,24 @@ def test_reference_kernel_assembles(file, kernel, defines, ptxas):
     assert f".entry {spec.kernel_name}" in ptx
     cubin, report = assemble(ptx, "sm_90a")
     assert cubin.startswith(b"\x7fELF") and report.kernels[spec.kernel_name].registers > 0
+
+
+@pytest.mark.parametrize("tiles", [(128, 256, 64, 4, 256), (128, 128, 64, 4, 128)], ids=["persistent", "pingpong"])
+def test_reference_gemm_sass_has_hgmma_utmaldg_setmaxreg(tiles, ptxas, cuobjdump, tmp_path):
+    """The reference gemm with the bench's tile arguments (128x256 on two consumer warpgroups;
+    128x128 on one, ping-pong by default), default pass configs, for sm_90a: wgmma (HGMMA), TMA
+    loads (UTMALDG) and the roles' register split (SETMAXREG) in the SASS, and no spills."""
+    from sass_testing import spill_free_sass
+
+    path = os.path.join(KERNELS, "gemm.py")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is absent")
+    sys.path.insert(0, KERNELS)
+    bm, bn, bk, stages, threads = tiles
+    program = build_program(find_kernel(_load_module(path), "matmul"), {
+        "M": 8192, "N": 8192, "K": 8192, "block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages,
+        "threads": threads})
+    lowered = lower_to_thread(program, resolve_target("sm_90a"), {})
+    sass = spill_free_sass(emit_ptx(lowered.thread, "sm_90a"), lowered.spec.kernel_name, cuobjdump, tmp_path)
+    for instruction in ("HGMMA", "UTMALDG", "SETMAXREG"):
+        assert instruction in sass, instruction
