@@ -56,7 +56,7 @@ ONCE = os.environ.get("BENCH_ONCE") == "1"
 # tilec.aligned_sizes' build where the sizes are 16-byte multiples, the build for any sizes where not)
 DYNAMIC = os.environ.get("BENCH_GEMM_DYNAMIC") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # the interleaved re-timing of each implementation's best
-# BENCH_GEMM_COMPARE=alt: the best tilec tiles also under their schedule's variants (persistent -> persistent-alt),
+# BENCH_GEMM_COMPARE=fwd: the best tilec tiles also under their schedule's variants (persistent -> persistent-fwd),
 # timed in the same interleaved rounds: an A/B of a pass config on the kernel the sweep chose
 COMPARE = [c for c in os.environ.get("BENCH_GEMM_COMPARE", "").split(",") if c]
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 1024)]

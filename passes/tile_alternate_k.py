@@ -12,7 +12,7 @@ Establishes: in the producer, the loads of the tiles a block runs in odd rounds 
   waits, releases and stage views, index arithmetic, and gemms that accumulate (none clears its
   accumulator in the loop, none reads another's); the sum is then reassociated, as another tile
   shape or split would reassociate it, and where the loop's bounds are compile-time constants.
-  Pass config `tilec.alternate_k` (opt-in until the GPU tests run with it).
+  Pass config `tilec.alternate_k` (on by default; False keeps every round's k order forwards).
 Fails: never; a persistent loop left alone says why in `tilec.not_alternated` on the consumers'
   loop.
 

@@ -1,10 +1,10 @@
 """The reference gemm launched a few times at one point, for a profiler (ncu):
 
-    SCHEDULE=persistent ncu -k regex:^main -c 1 -s 2 --clock-control none \\
+    SCHEDULE=persistent-fwd ncu -k regex:^main -c 1 -s 2 --clock-control none \\
         --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum python tools/gemm_once.py
 
 SHAPE (MxNxK), DTYPE, TILES (block_M x block_N x block_K x stages x threads), SCHEDULE (one of
-bench/bench_gemm.py's CONFIGS: persistent, persistent-alt, pingpong, ...), LAUNCHES (3)."""
+bench/bench_gemm.py's CONFIGS: persistent, persistent-fwd, pingpong, ...), LAUNCHES (3)."""
 import os
 import sys
 

@@ -1,7 +1,8 @@
 """tile-alternate-k on the simulator: a persistent gemm's blocks load their odd rounds' k-tiles
 last to first (the consumers unchanged), and the results stay right in every schedule that takes
 it: the cooperative persistent kernel with tails, ping-pong, and the per-copy producer (cp.async
-for an operand TMA cannot take)."""
+for an operand TMA cannot take). On by default: these tests pass no `tilec.alternate_k` but
+where they compare with it off."""
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from kernel_cases import gemm_tiles
 import tilec
 import tilec.language as T
 
-_PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False, "tilec.alternate_k": True}
+_PERSISTENT = {"tilec.persistent": True, "tilec.pingpong": False}  # tilec.alternate_k by default
 
 
 def test_odd_rounds_sum_backwards():
@@ -36,7 +37,7 @@ def test_odd_rounds_sum_backwards():
 @pytest.mark.parametrize("case", [
     # (m, n, k), tiles (bm, bn, bk), threads, configs: tails in M, N and K (the partial k-tile comes first backwards)
     ((300, 600, 200), (128, 256, 64), 256, _PERSISTENT),
-    ((384, 384, 320), (128, 128, 64), 128, {"tilec.pingpong": True, "tilec.alternate_k": True}),  # two consumer groups on alternate tiles
+    ((384, 384, 320), (128, 128, 64), 128, {"tilec.pingpong": True}),  # two consumer groups on alternate tiles
     ((256, 256, 204), (128, 128, 64), 256, _PERSISTENT),  # A's rows 408 bytes apart: cp.async by the producer
 ], ids=["persistent-tails", "pingpong", "per-copy"])
 def test_alternating_schedules_stay_right(case):

@@ -73,11 +73,11 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "4096^3, 2 % faster at 3072x3072x4096, sustained, run s12b); False launches one block per "
               "multiprocessor"),
     _honoured("tilec.alternate_k", "TILEC_ALTERNATE_K",
-              "tile-alternate-k (opt-in until the GPU tests run with it): a persistent gemm's producer loads the "
-              "k-tiles of the tiles a block runs in odd rounds last to first, so that a round starts on the "
-              "operand tiles the round before ended with, still in L2 (the sum reassociated: results agree to "
-              "rounding; on an H100 at 8192^3 7.6 % fewer DRAM bytes, 0.4-0.6 % faster sustained, run s19c); True "
-              "turns it on"),
+              "tile-alternate-k: a persistent gemm's producer loads the k-tiles of the tiles a block runs in odd "
+              "rounds last to first, so that a round starts on the operand tiles the round before ended with, "
+              "still in L2 (the sum reassociated: results agree to rounding; on an H100 at 8192^3 7.6 % fewer "
+              "DRAM bytes, 0.4-0.6 % faster sustained, run s19c; on by default; False keeps every round "
+              "forwards)"),
     _honoured("tilec.pingpong", "TILEC_PINGPONG",
               "a warp-specialized gemm kernel of one warpgroup runs persistent as two consumer warpgroups on "
               "alternate tiles, one's epilogue under the other's gemms (on by default on sm_90a; False turns it "

@@ -56,8 +56,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         # (off by default: measured slower on the H200, run s5c, bench/NOTES.md)
         *([TileClusterPass(target=target.name)] if cluster else []),  # share loads
         # persistent gemms: odd rounds load their k-tiles last to first, starting on what L2 still holds
-        # (opt-in until the GPU tests run with it; +0.4-0.6 % at 8192^3 on an H100: bench/NOTES.md, session 19)
-        *([TileAlternateKPass()] if specialize and configs.get("tilec.alternate_k", False) else []),
+        # (on by default: +0.4-0.6 % at 8192^3 on an H100, bench/NOTES.md, sessions 19-20)
+        *([TileAlternateKPass()] if specialize and configs.get("tilec.alternate_k", True) else []),
         *([TileStageEpiloguePass(target=target.name, tma_store=bool(configs.get("tilec.tma_store", True)))]
           if specialize else []),  # their results through shared memory: TMA stores or 16-byte stores
         *([TilePipelinePass(target=target.name)] if target.has_cp_async else []),  # the other T.Pipelined loops: cp.async stages
