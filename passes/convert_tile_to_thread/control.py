@@ -106,28 +106,44 @@ def _andi(L: Lowerer, op: arith.AndIOp, lanes: Lanes | None) -> None:
 
 @element(scf.IfOp)
 def _if(L: Lowerer, op: scf.IfOp, lanes: Lanes | None) -> None:
-    if op.results:
-        raise L.error(op, "scf.if with results is not supported by the CUDA target yet")
+    """A branch, per group of lanes that agree on it; one with results (a lazy T.if_then_else)
+    yields each lane's values and maps the lane's results to the new branch's."""
     groups = [lanes] if lanes is None or group_uniform(L, op.cond, lanes) or _all_decided(L, op.cond, lanes) else \
         [Lanes([m], [s], lanes.layout, lanes.ivs, lanes.leader) for m, s in zip(lanes.maps, lanes.slots)]
     for sub in groups:
-        cond = (L.vmap if sub is None else sub.maps[0]).get(op.cond)
+        maps = lane_maps(L, sub)
+        cond = maps[0].get(op.cond)
         decided = _decided(L, cond) if sub is None or len(sub.maps) == 1 or _all_decided(L, op.cond, sub) else None
         if decided is not None:  # a guard folded: its branch inline, or nothing
             region = op.true_region if decided else op.false_region
             if region.blocks:
                 lower_block(L, region.block, sub)
+                _bind_results(op, region, maps)
             continue
         then_block, else_block = Block(), Block()
         has_else = bool(op.false_region.blocks)
-        L.emit(scf.IfOp(cond, [], Region(then_block), Region(else_block) if has_else else None))
-        with L.push(then_block):
-            lower_block(L, op.true_region.block, sub)
-            L.emit(scf.YieldOp())
-        if has_else:
-            with L.push(else_block):
-                lower_block(L, op.false_region.block, sub)
-                L.emit(scf.YieldOp())
+        yielded = []
+        for region, block in ((op.true_region, then_block), (op.false_region, else_block)):
+            if not region.blocks:
+                continue
+            with L.push(block):
+                lower_block(L, region.block, sub)
+                values = [m.get(v) for m in maps for v in region.block.last_op.operands] if op.results else []
+                L.emit(scf.YieldOp(*values))
+            yielded.append(values)
+        branch = L.emit(scf.IfOp(cond, [v.type for v in yielded[0]], Region(then_block),
+                                 Region(else_block) if has_else else None))
+        n = len(op.results)
+        for i, m in enumerate(maps):
+            for r, new in zip(op.results, branch.results[i * n:(i + 1) * n]):
+                m[r] = new
+
+
+def _bind_results(op: scf.IfOp, region: Region, maps) -> None:
+    """The results of a branch decided at compile time: the inlined side's yielded values."""
+    for m in maps:
+        for r, v in zip(op.results, region.block.last_op.operands):
+            m[r] = m.get(v)
 
 
 @uniform(tile.BarrierOp)

@@ -81,3 +81,38 @@ func.func @gemm(%C: !tile.tensor<64x64xf32>) {
   }
   func.return
 }
+
+// A lazy T.if_then_else: an scf.if per lane (the condition differs between a thread's lanes)
+// yielding the lane's value, the shared read inside the branch; the four values one vector store.
+// CHECK-LABEL: func.func @lazy_select
+// CHECK: %[[V:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK-NEXT: memref.load %{{.*}} : memref<8xi32, 3 : i64>
+// CHECK: scf.yield %{{.*}} : f32
+// CHECK-NEXT: } else {
+// CHECK: scf.yield %{{.*}} : f32
+// CHECK-COUNT-3: scf.if %{{.*}} -> (f32) {
+// CHECK: vector.broadcast %[[V]] : f32 to vector<4xf32>
+// CHECK: vector.store
+func.func @lazy_select(%A: !tile.tensor<256xf32>, %N: !tile.tensor<1xi32>, %Out: !tile.tensor<64xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [64, 1, 1] {
+    %idx = tile.alloc : !tile.buffer<8xi32, shared>
+    %c0 = arith.constant 0 : index
+    %n32 = tile.load %N[%c0] : !tile.tensor<1xi32> -> i32
+    %n = arith.index_cast %n32 : i32 to index
+    tile.parallel (%i) in [64] {
+      %ok = arith.cmpi slt, %i, %n : index
+      %v = scf.if %ok -> (f32) {
+        %j32 = tile.load %idx[%i] : !tile.buffer<8xi32, shared> -> i32
+        %j = arith.index_cast %j32 : i32 to index
+        %a = tile.load %A[%j] : !tile.tensor<256xf32> -> f32
+        scf.yield %a : f32
+      } else {
+        %m = arith.constant -1.0 : f32
+        scf.yield %m : f32
+      }
+      tile.store %v, %Out[%i] : f32, !tile.tensor<64xf32>
+    }
+  }
+  func.return
+}
