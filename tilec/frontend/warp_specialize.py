@@ -35,6 +35,15 @@ warpgroup. This module owns the translation:
   so a barrier the producer arrives on must expect 128 arrivals. The producer may hold only TMA
   copies, barrier operations and scalar code (`check_producer`).
 
+TileLang kernels also write the two roles as a branch on the thread index, `tid =
+T.get_thread_binding()` then `if tid >= 128: <producer> else: <consumer>`, its sides meeting at
+mbarriers; `split_thread_roles` gives such a branch the same meaning as `with T.ws(1):` and
+`with T.ws(0):` blocks (threads 128..255 and 0..127) before any of the above. Whatever the
+kernel computes before the split (scalar loads into `T.alloc_var`s, T.Parallel fills of shared
+index arrays both roles read) runs in the consumer warpgroup, which then arrives on a barrier of
+its own; the producer runs the prologue's scalar assignments again and waits on that barrier
+before anything else, so it reads what the consumers wrote to shared memory.
+
 `v.ws` is the `WsState` of the role being built (None outside warp-specialized regions).
 """
 
@@ -48,6 +57,8 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from tilec.dialects import tile
+
+from .values import BarrierRef, TileRef
 
 WARPGROUP = 128
 PRODUCER_OPS = (tile.TmaLoadOp, tile.MBarrierExpectTxOp, tile.MBarrierArriveOp, tile.MBarrierWaitParityOp,
@@ -153,6 +164,91 @@ def _plan_roles(v, stmts: list[ast.stmt], threads: list[int]) -> tuple[int, int]
     return producer, 1 - producer
 
 
+# ------------------------------------------------------------------ a branch on the thread index
+
+_PROTOCOL_CALLS = frozenset({"tma_copy", "mbarrier_arrive", "mbarrier_wait_parity", "mbarrier_expect_tx",
+                             "barrier_arrive", "barrier_wait"})
+_COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+            ast.GtE: lambda a, b: a >= b}
+
+
+def _call_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+
+
+def _is_thread_index(node: ast.expr) -> bool:
+    """`T.get_thread_binding()` (or `(0)`): the block's thread index along x."""
+    return (_call_name(node) == "get_thread_binding" and not node.keywords and
+            (not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value == 0)))
+
+
+def _split_test(v, test: ast.expr, names: set[str]) -> tuple[int, int] | None:
+    """(warpgroup of the `if` side, of the `else` side) when `test` compares the thread index with a
+    constant so that one side gets threads 0..127 and the other 128..255; None otherwise."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or type(test.ops[0]) not in _COMPARE:
+        return None
+    left, right, op = test.left, test.comparators[0], _COMPARE[type(test.ops[0])]
+
+    def is_tid(e):
+        return (isinstance(e, ast.Name) and e.id in names) or _is_thread_index(e)
+
+    if is_tid(left) == is_tid(right):
+        return None
+    _VISITOR.append(v)
+    try:
+        bound = _evaluate(right if is_tid(left) else left)
+    finally:
+        _VISITOR.pop()
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return None
+    taken = [op(t, bound) if is_tid(left) else op(bound, t) for t in range(2 * WARPGROUP)]
+    if taken == [False] * WARPGROUP + [True] * WARPGROUP:
+        return 1, 0
+    if taken == [True] * WARPGROUP + [False] * WARPGROUP:
+        return 0, 1
+    return None
+
+
+def split_thread_roles(v, stmts: list[ast.stmt], threads: list[int]) -> list[ast.stmt]:
+    """The kernel body with TileLang's `if tid >= 128: <producer> else: <consumer>` (sides holding
+    mbarrier operations or TMA copies, 256 threads) as `with T.ws(1):` and `with T.ws(0):` blocks,
+    and the `tid = T.get_thread_binding()` it tests dropped where nothing else reads it; other
+    bodies as they are."""
+    if threads != [2 * WARPGROUP, 1, 1] or uses_ws(stmts):
+        return stmts
+    tids = {s.targets[0].id: i for i, s in enumerate(stmts)
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+            and _is_thread_index(s.value)}
+    for i, s in enumerate(stmts):
+        if not isinstance(s, ast.If) or not s.orelse:
+            continue
+        called = {_call_name(n) for n in ast.walk(s)}
+        if not called & _PROTOCOL_CALLS:
+            continue
+        sides = _split_test(v, s.test, set(tids))
+        if sides is None:
+            continue
+        blocks = []
+        for k, body in sorted(zip(sides, (s.body, s.orelse)), key=lambda kb: -kb[0]):
+            call = ast.Call(func=ast.Attribute(ast.Name("T", ast.Load()), "ws", ast.Load()),
+                            args=[ast.Constant(k)], keywords=[])
+            block = ast.With(items=[ast.withitem(context_expr=call)], body=body)
+            blocks.append(ast.copy_location(block, body[0]))
+            ast.copy_location(call, body[0])
+        out = stmts[:i] + blocks + stmts[i + 1:]
+        tested = {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)} & set(tids)
+        for name in tested:
+            reads = [n for t in out for n in ast.walk(t) if isinstance(n, ast.Name) and n.id == name
+                     and isinstance(n.ctx, ast.Load)]
+            if not reads:
+                out.remove(stmts[tids[name]])
+        return out
+    return stmts
+
+
 # ------------------------------------------------------------------ projection
 
 
@@ -215,14 +311,17 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
     import tilec.language as T
 
     first = next(i for i, s in enumerate(stmts) if uses_ws([s]))
-    v.visit_body(stmts[:first])
-    for op in v.kernel.body.block.ops:
-        if isinstance(op, tile.AllocOp | tile.AllocBarrierOp | tile.AnnotateLayoutOp | tile.UseSwizzleOp | tile.YieldOp) or \
-                op.name.startswith("arith."):
-            continue
-        raise v.b.error(f"in a kernel with T.ws blocks, {op.name} outside them is not supported: each statement "
-                        "that computes belongs to a warpgroup", hint="put it in a `with T.ws(k):` block")
     rest = stmts[first:]
+    computed = _prologue(v, stmts[:first])
+    replayed = [s for s in computed if _names_only(s)]
+    consumers_only = [s for s in computed if s not in replayed]
+    handoff = None
+    if consumers_only:
+        _check_handoff(v, consumers_only, replayed, rest, producer)
+        written = [v.frame.names.get(name) for name in _written(consumers_only)]
+        if any(isinstance(x, TileRef) and x.scope in ("shared", "global") for x in written):
+            # the consumers' prologue writes memory the producer may read: it waits for their arrival
+            handoff = BarrierRef(v.b.emit(tile.AllocBarrierOp(WARPGROUP)).results[0])
     # the roles are built in place, inside the kernel (ops that verify where they stand, such as
     # T.Parallel's, see their kernel)
     split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP))
@@ -231,6 +330,14 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
         for (role, k), region in zip((("producer", producer), ("consumer", consumer)), (split.producer, split.consumer)):
             state = v.ws = WsState(role)
             with v.runtime_region(region.block, carried=False):
+                if role == "producer":
+                    if handoff is not None:
+                        v.b.emit(tile.MBarrierWaitParityOp(handoff.ssa, v.index_ssa(0)))
+                    v.visit_body(replayed)
+                else:
+                    v.visit_body(computed)
+                    if handoff is not None:
+                        v.b.emit(tile.MBarrierArriveOp(handoff.ssa))
                 v.visit_body(_project(v, rest, k))
             if state.pending:
                 raise v.b.error("T.tma_copy(..., barrier=b) in the T.ws producer must be followed by "
@@ -242,10 +349,84 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
     v.b.verify(split)
 
 
+_PROLOGUE_OPS = (tile.AllocOp, tile.AllocBarrierOp, tile.AnnotateLayoutOp, tile.UseSwizzleOp, tile.YieldOp)
+_SCALAR_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def _names_only(s: ast.stmt) -> bool:
+    """An assignment to names (Python values, T.alloc_vars), which the producer runs again."""
+    targets = s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
+    return isinstance(s, _SCALAR_STATEMENTS) and all(
+        isinstance(n, ast.Name) for t in targets for n in ([t] if not isinstance(t, ast.Tuple) else t.elts))
+
+
+def _prologue(v, stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Visits the statements before the roles that only declare (allocations, barriers, layouts,
+    Python and index values) and returns, in order, those that compute, which the roles run."""
+    block = v.kernel.body.block
+    computed: list[ast.stmt] = []
+    dropped: set[int] = set()
+    for s in stmts:
+        if not isinstance(s, _SCALAR_STATEMENTS + (ast.Expr,)):
+            computed.append(s)  # loops, branches, `with`: the consumers' work
+            continue
+        before = {id(o) for o in block.ops}
+        names = dict(v.frame.names)
+        v.visit(s)
+        new = [o for o in block.ops if id(o) not in before][::-1]
+        if all(isinstance(o, _PROLOGUE_OPS) or o.name.startswith("arith.") for o in new) and \
+                not any(id(x.owner) in dropped for o in new for x in o.operands):
+            continue
+        for o in new:  # newest first: nothing in the block uses them yet
+            dropped.add(id(o))
+            o.detach()
+            o.erase()
+        v.frame.names.clear()
+        v.frame.names.update(names)
+        computed.append(s)
+    return computed
+
+
+def _written(stmts: list[ast.stmt]) -> set[str]:
+    """Names the statements assign, or whose elements they assign (loop variables aside)."""
+    out = set()
+    for s in stmts:
+        loop_vars = {n.id for f in ast.walk(s) if isinstance(f, ast.For) for n in ast.walk(f.target)
+                     if isinstance(n, ast.Name)}
+        for n in ast.walk(s):
+            target = n.value if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) else n
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            if isinstance(target, ast.Name) and (target is not n or isinstance(n.ctx, ast.Store)) and \
+                    target.id not in loop_vars:
+                out.add(target.id)
+    return out
+
+
+def _check_handoff(v, consumers_only, replayed, rest, producer: int) -> None:
+    """The producer sees the consumers' prologue through shared memory only: a name it reads that
+    only the consumers' prologue sets (a T.alloc_var, a local buffer, a Python name) is an error."""
+    producer_code = replayed + _project(v, rest, producer)
+    read = {n.id: n for s in producer_code for n in ast.walk(s) if isinstance(n, ast.Name)}
+    for name in sorted(_written(consumers_only) & set(read)):
+        value = v.frame.names.get(name)
+        if isinstance(value, TileRef) and value.scope in ("shared", "global"):
+            continue
+        stmt = next(s for s in consumers_only if name in _written([s]))
+        v.b.loc = v.loc_of(read[name])
+        raise v.b.error(f"the producer warpgroup reads `{name}`, which the kernel sets before its roles in a "
+                        f"statement tilec runs in the consumer warpgroup only (line {v.loc_of(stmt).line}): the "
+                        "producer sees the consumers' work through shared memory",
+                        hint=f"set `{name}` with a plain assignment before the roles (the producer runs those "
+                             "again), or keep it in a shared buffer")
+
+
 def check_producer(v, block: Block) -> None:
     for op in block.walk():
         if isinstance(op, PRODUCER_OPS) or op.name.startswith("arith."):
             continue
+        if isinstance(op, tile.StoreOp) and getattr(op.dest.type, "scope", None) == "local":
+            continue  # a T.alloc_var (or local buffer) of the producer thread's own
         from tilec.errors import error_at
 
         raise error_at(op, f"{op.name} in the T.ws producer: tilec runs the producer on one thread, so it may "

@@ -50,8 +50,11 @@ def tma_copy(v, src, dst, barrier):
     s = region(v, src, tuple(target.type.shape), "T.tma_copy source")
     if s.type.scope != "global" or target.type.scope != "shared":
         raise v.b.error("T.tma_copy copies a global region into a shared tile")
-    if tuple(s.type.shape) != tuple(target.type.shape):
-        raise v.b.error(f"T.tma_copy shapes differ: src {tuple(s.type.shape)} vs dst {tuple(target.type.shape)}")
+    ss, ds = tuple(s.type.shape), tuple(target.type.shape)
+    if tile.squeezed(ss) != tile.squeezed(ds) or (ss and ds and ss[-1] != ds[-1]):
+        raise v.b.error(f"T.tma_copy shapes differ: src {ss} vs dst {ds}",
+                        hint="the region must have the tile's shape once unit dims are dropped, with the same "
+                             "innermost extent")
     if tile.built_from_pointer(s):
         raise v.b.error("T.tma_copy cannot read a tensor of T.make_tensor: TMA needs a host-side descriptor of "
                         "the tensor, and its address is only known in the kernel",

@@ -99,8 +99,9 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
                             hint="a grid size counts blocks, e.g. T.ceildiv(N, block) with positive N and block")
     threads = _threads(v, bound.arguments["threads"])
     roles = None
-    if warp_specialize.uses_ws(node.body):  # TileLang's T.ws blocks: the tile kernel has the consumer's threads
-        roles = warp_specialize.plan_roles(v, node.body, threads)
+    body = warp_specialize.split_thread_roles(v, node.body, threads)  # `if tid >= 128:` roles as T.ws blocks
+    if warp_specialize.uses_ws(body):  # TileLang's T.ws blocks: the tile kernel has the consumer's threads
+        roles = warp_specialize.plan_roles(v, body, threads)
         v.b.loc = v.loc_of(node)
         threads = [warp_specialize.WARPGROUP, 1, 1]
     grid_ssa = [v.index_ssa(g) for g in grid]
@@ -113,7 +114,7 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
             if roles is None:
                 v.visit_body(node.body)
             else:
-                warp_specialize.emit(v, node.body, *roles)
+                warp_specialize.emit(v, body, *roles)
         if v.fragment_growth:  # fragments T.Parallel indexes past their shape (fragment_growth.py)
             from ..fragment_growth import apply_fragment_growth
 
