@@ -92,3 +92,17 @@ def test_a_side_reading_shared_memory_is_a_branch_and_a_register_side_a_select()
 def test_the_guarded_read_assembles_for_sm90a():
     ptx = tilec.compile(gather(), target="sm_90a").get_kernel_source()
     assert "ld.shared" in ptx and "ld.global" in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("make", [gather, scalar_gather])
+def test_only_the_selected_side_is_read_on_the_gpu(make):
+    import torch
+
+    a = torch.randn(256, device="cuda")
+    idx = torch.tensor([5, 200, 7, 9, 100, 3, 255, 0], dtype=torch.int32, device="cuda")
+    out = torch.zeros(WIDTH, device="cuda")
+    tilec.compile(make(), target="cuda")(a, idx, torch.tensor([6], dtype=torch.int32, device="cuda"), out)
+    want = torch.full((WIDTH,), -1.0)
+    want[:6] = a.cpu()[idx.cpu()[:6].long()]
+    assert torch.equal(out.cpu(), want)

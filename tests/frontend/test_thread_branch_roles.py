@@ -234,3 +234,15 @@ def test_a_prologue_that_writes_only_the_consumers_registers_needs_no_handoff():
     c = tilec.compile(ws_gemm_clear_before_roles(), out_idx=[-1], target="sim")(a, b)
     np.testing.assert_allclose(np.asarray(c, np.float32), a.astype(np.float32) @ b.astype(np.float32), atol=0.05,
                                rtol=0.01)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("make", [gather_blocks, gather_blocks_consumer_first])
+def test_thread_branch_roles_on_the_gpu(make):
+    import torch
+
+    a, sel, count = _inputs()
+    operand = a.reshape(1, 1, M, K) if make is gather_blocks_consumer_first else a
+    c = torch.zeros((M, NSEL * BK), dtype=torch.float16, device="cuda")
+    tilec.compile(make(), target="cuda")(*(torch.from_numpy(x).cuda() for x in (operand, sel, count)), c)
+    np.testing.assert_array_equal(c.cpu().numpy(), _expected(a, sel, count))
