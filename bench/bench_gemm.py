@@ -59,7 +59,7 @@ ONCE = os.environ.get("BENCH_ONCE") == "1"
 DYNAMIC = os.environ.get("BENCH_GEMM_DYNAMIC") == "1"
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # the interleaved re-timing of each implementation's best
 # seconds of back-to-back calls before the rounds: the power controller averages over about a second, and from idle
-# its first clamp at the 700 W cap dips the clock to ~1 GHz ~1.1 s into the load (run s23e, H100), into whichever round is
+# its first clamp at the 700 W cap dips the clock to ~1 GHz ~0.9 s into the load (run s23e, H100), into whichever round is
 # then being timed; warmed up first, every round is timed at the cap's steady state
 WARM_S = float(os.environ.get("BENCH_WARM_S", "2"))
 # BENCH_GEMM_COMPARE=fwd: the best tilec tiles also under their schedule's variants (persistent -> persistent-fwd),
