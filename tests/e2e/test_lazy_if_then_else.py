@@ -54,6 +54,27 @@ def scalar_gather():
     return main
 
 
+@T.macro
+def _nth(buf, i):
+    return buf[i]
+
+
+def gather_through_a_macro():
+    """The shared read behind a macro: what the side reads is not known until it is built."""
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32), Idx: T.Tensor((N_IDX,), T.int32), N: T.Tensor((1,), T.int32),
+             Out: T.Tensor((WIDTH,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            idx = T.alloc_shared((N_IDX,), T.int32)
+            for i in T.Parallel(N_IDX):
+                idx[i] = Idx[i]
+            for i in T.Parallel(WIDTH):
+                Out[i] = T.if_then_else(i < N[0], A[_nth(idx, i)], -1.0)
+
+    return main
+
+
 def register_select():
     @T.prim_func
     def main(X: T.Tensor((WIDTH,), T.float32), Out: T.Tensor((WIDTH,), T.float32)):
@@ -76,7 +97,7 @@ def _run(make, target):
     np.testing.assert_array_equal(out, want)
 
 
-@pytest.mark.parametrize("make", [gather, scalar_gather])
+@pytest.mark.parametrize("make", [gather, scalar_gather, gather_through_a_macro])
 @pytest.mark.parametrize("target", ["interp", "sim"])
 def test_only_the_selected_side_is_read(make, target):
     _run(make, target)

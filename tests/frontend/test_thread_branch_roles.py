@@ -135,6 +135,113 @@ def split_at_64():
     return main
 
 
+def fill_before_roles():
+    """The prologue writes the index list with a call (T.fill), not an element store: still a handoff."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, NSEL * BK), T.float16)):
+        with T.Kernel(M // BM, threads=256) as by:
+            A_s = T.alloc_shared((2, BM, BK), T.float16)
+            sel = T.alloc_shared((NSEL,), T.int32)
+            bars = T.alloc_barrier([128, 128] * 2)
+            T.fill(sel, 3)
+            tid = T.get_thread_binding()
+            if tid >= 128:
+                for ko in T.serial(NSEL):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % 2 + 2], parity=((ko // 2) % 2) ^ 1)
+                    k = sel[ko] * BK
+                    T.tma_copy(A[by * BM:(by + 1) * BM, k:k + BK], A_s[ko % 2, :, :], barrier=bars[ko % 2])
+                    T.mbarrier_arrive(mbarrier=bars[ko % 2])
+            else:
+                for ko in T.serial(NSEL):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % 2], parity=(ko // 2) % 2)
+                    T.copy(A_s[ko % 2, :, :], C[by * BM:(by + 1) * BM, ko * BK:(ko + 1) * BK])
+                    T.mbarrier_arrive(mbarrier=bars[ko % 2 + 2])
+
+    return main
+
+
+def name_rebound_before_roles():
+    """`n = NSEL`, then `n = Count[by]` (run in the roles), then `m = n`: m is the count, not NSEL."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), Sel: T.Tensor((M // BM, NSEL), T.int32),
+             Count: T.Tensor((M // BM,), T.int32), C: T.Tensor((M, NSEL * BK), T.float16)):
+        with T.Kernel(M // BM, threads=256) as by:
+            A_s = T.alloc_shared((2, BM, BK), T.float16)
+            sel = T.alloc_shared((NSEL,), T.int32)
+            bars = T.alloc_barrier([128, 128] * 2)
+            n = NSEL
+            n = Count[by]
+            m = n + 0
+            for i in T.Parallel(NSEL):
+                sel[i] = Sel[by, i]
+            tid = T.get_thread_binding()
+            if tid >= 128:
+                for ko in T.serial(m):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % 2 + 2], parity=((ko // 2) % 2) ^ 1)
+                    k = sel[ko] * BK
+                    T.tma_copy(A[by * BM:(by + 1) * BM, k:k + BK], A_s[ko % 2, :, :], barrier=bars[ko % 2])
+                    T.mbarrier_arrive(mbarrier=bars[ko % 2])
+            else:
+                for ko in T.serial(m):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % 2], parity=(ko // 2) % 2)
+                    T.copy(A_s[ko % 2, :, :], C[by * BM:(by + 1) * BM, ko * BK:(ko + 1) * BK])
+                    T.mbarrier_arrive(mbarrier=bars[ko % 2 + 2])
+
+    return main
+
+
+def replay_before_a_later_write():
+    """`first = sel[NSEL - 1]` between two fills of `sel`: the producer, running it again after the
+    consumers' whole prologue, would see the second fill."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), Sel: T.Tensor((M // BM, NSEL), T.int32),
+             C: T.Tensor((M, NSEL * BK), T.float16)):
+        with T.Kernel(M // BM, threads=256) as by:
+            A_s = T.alloc_shared((2, BM, BK), T.float16)
+            sel = T.alloc_shared((NSEL,), T.int32)
+            bars = T.alloc_barrier([128, 128] * 2)
+            for i in T.Parallel(NSEL):
+                sel[i] = Sel[by, NSEL - 1 - i]
+            first = sel[NSEL - 1]  # ERR
+            for i in T.Parallel(NSEL):
+                sel[i] = Sel[by, i]
+            tid = T.get_thread_binding()
+            if tid >= 128:
+                for ko in T.serial(NSEL):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % 2 + 2], parity=((ko // 2) % 2) ^ 1)
+                    k = T.if_then_else(ko == 0, first, sel[ko]) * BK
+                    T.tma_copy(A[by * BM:(by + 1) * BM, k:k + BK], A_s[ko % 2, :, :], barrier=bars[ko % 2])
+                    T.mbarrier_arrive(mbarrier=bars[ko % 2])
+            else:
+                for ko in T.serial(NSEL):
+                    T.mbarrier_wait_parity(mbarrier=bars[ko % 2], parity=(ko // 2) % 2)
+                    T.copy(A_s[ko % 2, :, :], C[by * BM:(by + 1) * BM, ko * BK:(ko + 1) * BK])
+                    T.mbarrier_arrive(mbarrier=bars[ko % 2 + 2])
+
+    return main
+
+
+def thread_index_read_in_a_side():
+    """TileLang's thread index inside a side: no counterpart in tilec's roles."""
+
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), T.float16), Y: T.Tensor((256,), T.int32)):
+        with T.Kernel(1, threads=256) as bx:
+            xs = T.alloc_shared((128, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            tid = T.get_thread_binding()
+            if tid >= 128:
+                T.tma_copy(X[0:128, 0:64], xs, barrier=ready)
+                T.barrier_arrive(ready)
+            else:
+                T.barrier_wait(ready, 0)
+                Y[tid] = 1  # ERR
+
+    return main
+
 def _inputs():
     rng = np.random.default_rng()
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -184,6 +291,9 @@ def test_thread_branch_roles_assemble_for_sm90a():
     (producer_reads_a_consumer_variable, ("the producer warpgroup reads `count`, which the kernel sets before its "
                                           "roles in a statement tilec runs in the consumer warpgroup only")),
     (split_at_64, "inside a branch on the thread index"),
+    (replay_before_a_later_write, "the producer warpgroup runs this again after the consumers' whole prologue, so it "
+                                  "would read `sel`"),
+    (thread_index_read_in_a_side, "`tid`, the thread index this branch splits the warpgroups by, is read here too"),
 ])
 def test_thread_branches_tilec_cannot_split_are_located_errors(make, message):
     import inspect
@@ -246,3 +356,18 @@ def test_thread_branch_roles_on_the_gpu(make):
     c = torch.zeros((M, NSEL * BK), dtype=torch.float16, device="cuda")
     tilec.compile(make(), target="cuda")(*(torch.from_numpy(x).cuda() for x in (operand, sel, count)), c)
     np.testing.assert_array_equal(c.cpu().numpy(), _expected(a, sel, count))
+
+
+def test_a_prologue_that_writes_shared_memory_by_a_call_is_handed_over():
+    a = np.random.default_rng().standard_normal((M, K)).astype(np.float16)
+    c = np.zeros((M, NSEL * BK), np.float16)
+    tilec.compile(fill_before_roles(), target="sim")(a, c)
+    sel = np.full((M // BM, NSEL), 3, np.int32)
+    np.testing.assert_array_equal(c, _expected(a, sel, np.array([NSEL, NSEL])))
+
+
+def test_a_name_computed_before_the_roles_is_not_folded_from_an_earlier_binding():
+    a, sel, count = _inputs()
+    c = np.zeros((M, NSEL * BK), np.float16)
+    tilec.compile(name_rebound_before_roles(), target="sim")(a, sel, count, c)
+    np.testing.assert_array_equal(c, _expected(a, sel, count))

@@ -624,12 +624,17 @@ class KernelVisitor(ast.NodeVisitor):
         return Scalar(op.results[0])
 
     def _reads_on_chip(self, expr: ast.expr) -> bool:
-        """Whether `expr` reads an element of a shared or local buffer."""
+        """Whether `expr` may read an element of a shared or local buffer: it indexes one, or
+        something not known to be a global tensor or a fragment (an alias), or calls a macro."""
         for n in ast.walk(expr):
-            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
-                value = self.frame.names.get(n.value.id)
-                if isinstance(value, TileRef) and value.scope in ("shared", "local"):
+            if isinstance(n, ast.Subscript):
+                value = self.frame.names.get(n.value.id) if isinstance(n.value, ast.Name) else None
+                if not (isinstance(value, TileRef) and value.scope in ("global", "fragment")) and \
+                        not isinstance(value, list | tuple | dict | str | int):
                     return True
+            elif isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and
+                                                  isinstance(n.func.value, ast.Name)):
+                return True  # a macro or a function of the kernel's file: what it reads is not known here
         return False
 
     def _arguments(self, call: ast.Call) -> tuple[list, dict]:

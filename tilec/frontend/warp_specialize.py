@@ -58,7 +58,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tilec.dialects import tile
 
-from .values import BarrierRef, TileRef
+from .values import BarrierRef, TileRef, VarRef
 
 WARPGROUP = 128
 PRODUCER_OPS = (tile.TmaLoadOp, tile.MBarrierExpectTxOp, tile.MBarrierArriveOp, tile.MBarrierWaitParityOp,
@@ -243,8 +243,14 @@ def split_thread_roles(v, stmts: list[ast.stmt], threads: list[int]) -> list[ast
         for name in tested:
             reads = [n for t in out for n in ast.walk(t) if isinstance(n, ast.Name) and n.id == name
                      and isinstance(n.ctx, ast.Load)]
-            if not reads:
-                out.remove(stmts[tids[name]])
+            if reads:
+                v.b.loc = v.loc_of(reads[0])
+                raise v.b.error(f"`{name}`, the thread index this branch splits the warpgroups by, is read here too: "
+                                "tilec builds the branch's sides as warp-specialized roles (the producer on one "
+                                "thread, the consumer's whole-tile work spread over its warpgroup), where "
+                                "TileLang's thread index has no counterpart",
+                                hint="use the thread index only in the branch's test; index with T.Parallel loops")
+            out.remove(stmts[tids[name]])
         return out
     return stmts
 
@@ -317,10 +323,9 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
     consumers_only = [s for s in computed if s not in replayed]
     handoff = None
     if consumers_only:
-        _check_handoff(v, consumers_only, replayed, rest, producer)
-        written = [v.frame.names.get(name) for name in _written(consumers_only)]
-        if any(isinstance(x, TileRef) and x.scope in ("shared", "global") for x in written):
-            # the consumers' prologue writes memory the producer may read: it waits for their arrival
+        _check_handoff(v, computed, replayed, consumers_only, rest, producer)
+        if any(_is_memory(v, name) for name in _touched(v, consumers_only)):
+            # the consumers' prologue may write memory the producer reads: it waits for their arrival
             handoff = BarrierRef(v.b.emit(tile.AllocBarrierOp(WARPGROUP)).results[0])
     # the roles are built in place, inside the kernel (ops that verify where they stand, such as
     # T.Parallel's, see their kernel)
@@ -349,76 +354,131 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
     v.b.verify(split)
 
 
-_PROLOGUE_OPS = (tile.AllocOp, tile.AllocBarrierOp, tile.AnnotateLayoutOp, tile.UseSwizzleOp, tile.YieldOp)
 _SCALAR_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+_PURE_CALLS = frozenset({"ceildiv", "floordiv", "truncdiv", "max", "min", "abs", "int", "float", "bool", "len",
+                         "next_power_of_2", "cdiv"})
+_HINT_CALLS = frozenset({"annotate_layout", "use_swizzle", "annotate_l2_hit_ratio", "annotate_safe_value",
+                         "disable_warp_group_reg_alloc", "no_set_max_nreg"})
+
+
+def _targets(s: ast.stmt) -> list[ast.expr]:
+    targets = s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
+    return [n for t in targets for n in (t.elts if isinstance(t, ast.Tuple | ast.List) else [t])]
 
 
 def _names_only(s: ast.stmt) -> bool:
     """An assignment to names (Python values, T.alloc_vars), which the producer runs again."""
-    targets = s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
-    return isinstance(s, _SCALAR_STATEMENTS) and all(
-        isinstance(n, ast.Name) for t in targets for n in ([t] if not isinstance(t, ast.Tuple) else t.elts))
+    return isinstance(s, _SCALAR_STATEMENTS) and all(isinstance(t, ast.Name) for t in _targets(s))
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _declares(s: ast.stmt) -> bool:
+    """An allocation (`x = T.alloc_*(...)`), a layout or scheduling hint, or a docstring."""
+    if isinstance(s, ast.Expr):
+        return isinstance(s.value, ast.Constant) or _call_name(s.value) in _HINT_CALLS
+    value = getattr(s, "value", None)
+    name = _call_name(value) if value is not None else None
+    return isinstance(s, ast.Assign | ast.AnnAssign) and _names_only(s) and name is not None and \
+        name.startswith("alloc_")
+
+
+def _pure(v, s: ast.stmt) -> bool:
+    """An assignment to names of Python and index arithmetic (no memory, no thread index)."""
+    if not _names_only(s) or isinstance(s, ast.AnnAssign) and s.value is None:
+        return False
+    for n in ast.walk(s.value):
+        if isinstance(n, ast.Subscript) or isinstance(n, ast.Call) and _call_name(n) not in _PURE_CALLS:
+            return False
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and \
+                isinstance(v.frame.names.get(n.id), TileRef | VarRef | BarrierRef):
+            return False
+    return not any(isinstance(v.frame.names.get(t.id), VarRef) for t in _targets(s))
 
 
 def _prologue(v, stmts: list[ast.stmt]) -> list[ast.stmt]:
-    """Visits the statements before the roles that only declare (allocations, barriers, layouts,
-    Python and index values) and returns, in order, those that compute, which the roles run."""
-    block = v.kernel.body.block
+    """Visits the statements before the roles that declare (allocations, hints) or compute Python
+    and index values, and returns, in order, the others, which the roles run. A statement that
+    reads a name such a one assigns is one of them, and so is one that assigns it again."""
     computed: list[ast.stmt] = []
-    dropped: set[int] = set()
+    assigned: set[str] = set()  # names the roles' statements assign
     for s in stmts:
-        if not isinstance(s, _SCALAR_STATEMENTS + (ast.Expr,)):
-            computed.append(s)  # loops, branches, `with`: the consumers' work
-            continue
-        before = {id(o) for o in block.ops}
-        names = dict(v.frame.names)
-        v.visit(s)
-        new = [o for o in block.ops if id(o) not in before][::-1]
-        if all(isinstance(o, _PROLOGUE_OPS) or o.name.startswith("arith.") for o in new) and \
-                not any(id(x.owner) in dropped for o in new for x in o.operands):
-            continue
-        for o in new:  # newest first: nothing in the block uses them yet
-            dropped.add(id(o))
-            o.detach()
-            o.erase()
-        v.frame.names.clear()
-        v.frame.names.update(names)
-        computed.append(s)
+        later = bool(_loads(s) & assigned) or any(isinstance(t, ast.Name) and t.id in assigned for t in _targets(s))
+        if _declares(s):
+            if later:
+                v.b.loc = v.loc_of(s)
+                raise v.b.error("in a kernel with warp-specialized roles, an allocation before them may not depend "
+                                "on a value computed there (tilec runs that computation in the roles)",
+                                hint="compute the allocation's sizes from compile-time values")
+            v.visit(s)
+        elif _pure(v, s) and not later:
+            v.visit(s)
+        else:
+            computed.append(s)
+            assigned |= {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return computed
 
 
-def _written(stmts: list[ast.stmt]) -> set[str]:
-    """Names the statements assign, or whose elements they assign (loop variables aside)."""
+def _touched(v, stmts: list[ast.stmt]) -> set[str]:
+    """Names the statements may write through: assigned ones, elements assigned, and every buffer
+    passed to a call (T.copy's destination, T.fill's buffer, ...), loop variables aside."""
     out = set()
     for s in stmts:
         loop_vars = {n.id for f in ast.walk(s) if isinstance(f, ast.For) for n in ast.walk(f.target)
                      if isinstance(n, ast.Name)}
         for n in ast.walk(s):
-            target = n.value if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) else n
-            while isinstance(target, ast.Subscript):
-                target = target.value
-            if isinstance(target, ast.Name) and (target is not n or isinstance(n.ctx, ast.Store)) and \
-                    target.id not in loop_vars:
-                out.add(target.id)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+                base = n.value
+                while isinstance(base, ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    out.add(base.id)
+            elif isinstance(n, ast.Call):
+                args = list(n.args) + [k.value for k in n.keywords]
+                out |= {a.id for arg in args for a in ast.walk(arg) if isinstance(a, ast.Name)
+                        and isinstance(v.frame.names.get(a.id), TileRef | VarRef)}
+        out -= loop_vars
     return out
 
 
-def _check_handoff(v, consumers_only, replayed, rest, producer: int) -> None:
-    """The producer sees the consumers' prologue through shared memory only: a name it reads that
-    only the consumers' prologue sets (a T.alloc_var, a local buffer, a Python name) is an error."""
+def _is_memory(v, name: str) -> bool:
+    value = v.frame.names.get(name)
+    return isinstance(value, TileRef) and value.scope in ("shared", "global")
+
+
+def _check_handoff(v, computed, replayed, consumers_only, rest, producer: int) -> None:
+    """The producer sees the consumers' prologue through shared and global memory only, after all
+    of it: a name the producer reads that only the consumers set (a T.alloc_var, a local buffer,
+    a Python name), or memory a statement it runs again reads and a later consumers' statement
+    writes, is an error."""
     producer_code = replayed + _project(v, rest, producer)
-    read = {n.id: n for s in producer_code for n in ast.walk(s) if isinstance(n, ast.Name)}
-    for name in sorted(_written(consumers_only) & set(read)):
-        value = v.frame.names.get(name)
-        if isinstance(value, TileRef) and value.scope in ("shared", "global"):
+    read = {n.id: n for s in producer_code for n in ast.walk(s) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)}
+    for name in sorted(_touched(v, consumers_only) & set(read)):
+        if _is_memory(v, name):
             continue
-        stmt = next(s for s in consumers_only if name in _written([s]))
+        stmt = next(s for s in consumers_only if name in _touched(v, [s]))
         v.b.loc = v.loc_of(read[name])
         raise v.b.error(f"the producer warpgroup reads `{name}`, which the kernel sets before its roles in a "
                         f"statement tilec runs in the consumer warpgroup only (line {v.loc_of(stmt).line}): the "
                         "producer sees the consumers' work through shared memory",
                         hint=f"set `{name}` with a plain assignment before the roles (the producer runs those "
                              "again), or keep it in a shared buffer")
+    for i, s in enumerate(computed):
+        if s not in replayed:
+            continue
+        memory = {name for name in _loads(s) if _is_memory(v, name)}
+        for later in computed[i + 1:]:
+            clash = sorted(memory & _touched(v, [later])) if later in consumers_only else []
+            if clash:
+                v.b.loc = v.loc_of(s)
+                raise v.b.error(f"the producer warpgroup runs this again after the consumers' whole prologue, so it "
+                                f"would read `{clash[0]}` as line {v.loc_of(later).line} leaves it, not as it is here",
+                                hint="read it after the writes, or copy the value into a name first")
 
 
 def check_producer(v, block: Block) -> None:
