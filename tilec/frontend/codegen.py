@@ -26,9 +26,9 @@ from tilec.errors import SourceLoc, TilecError
 from tilec.language.structure import SizeExpr, Symbol, Tensor, is_symbolic
 from tilec.source import parse_function
 
-from . import calls, loop_exits
+from . import calls, lazy_select, loop_exits
 from .fragment_growth import grow_fragment
-from .semantic import Builder, _py_type, describe, is_compile_time
+from .semantic import Builder, describe, is_compile_time
 from .values import Access, BarrierRef, Scalar, SliceIndex, TileRef, VarRef
 
 _BINOP = {
@@ -594,48 +594,8 @@ class KernelVisitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call):
         func = self.visit(node.func)
         if calls.builtin_name(func) == "if_then_else" and len(node.args) == 3 and not node.keywords:
-            return self._if_then_else(node, func)
+            return lazy_select.if_then_else(self, node, func)
         return calls.call(self, node, func, *self._arguments(node))
-
-    def _if_then_else(self, node: ast.Call, func):
-        """`T.if_then_else(c, a, b)` evaluates only the side `c` selects (TVM's intrinsic, a C `?:`):
-        where a side reads a shared or local buffer (at an index that may hold only where `c`
-        does: `idx[k + i]` under `k + i < n`), a run-time `c` builds an `scf.if` that yields the
-        value; elsewhere (registers, predicated global reads) both sides and a select."""
-        cond = self.condition(self.rvalue(self.visit(node.args[0])), "T.if_then_else")
-        if not isinstance(cond, Scalar) or not any(self._reads_on_chip(a) for a in node.args[1:]):
-            return calls.call(self, node, func, [cond, self.visit(node.args[1]), self.visit(node.args[2])], {})
-        values, blocks = [], [Block(), Block()]
-        for side, block in zip(node.args[1:], blocks):
-            self._var_loads.append({})
-            try:
-                with self.b.at_end_of(block):
-                    values.append(self.rvalue(self.visit(side)))
-            finally:
-                self._var_loads.pop()
-        a, b = values
-        if not all(isinstance(x, Scalar | int | float) for x in values):
-            raise self.b.error(f"T.if_then_else selects between scalars, got {describe(a)} and {describe(b)}")
-        typ = self.b.common_type(a, b) if isinstance(a, Scalar) or isinstance(b, Scalar) else _py_type(a, b)
-        for value, block in zip(values, blocks):
-            with self.b.at_end_of(block):
-                self.b.emit(scf.YieldOp(self.b.to_ssa(value, typ)))
-        op = self.b.emit(scf.IfOp(self.b.to_ssa(cond, i1), [typ], Region(blocks[0]), Region(blocks[1])))
-        return Scalar(op.results[0])
-
-    def _reads_on_chip(self, expr: ast.expr) -> bool:
-        """Whether `expr` may read an element of a shared or local buffer: it indexes one, or
-        something not known to be a global tensor or a fragment (an alias), or calls a macro."""
-        for n in ast.walk(expr):
-            if isinstance(n, ast.Subscript):
-                value = self.frame.names.get(n.value.id) if isinstance(n.value, ast.Name) else None
-                if not (isinstance(value, TileRef) and value.scope in ("global", "fragment")) and \
-                        not isinstance(value, list | tuple | dict | str | int):
-                    return True
-            elif isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute) and
-                                                  isinstance(n.func.value, ast.Name)):
-                return True  # a macro or a function of the kernel's file: what it reads is not known here
-        return False
 
     def _arguments(self, call: ast.Call) -> tuple[list, dict]:
         """A call's positional arguments (`*sequence` unpacked) and keyword arguments."""

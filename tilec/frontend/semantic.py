@@ -317,8 +317,12 @@ class Builder:
         x = self.to_ssa(a, i1)
         return Scalar(self.emit(arith.XOrIOp(x, self.const(1, i1))).results[0])
 
+    def select_type(self, a, b):
+        """The IR type a choice between `a` and `b` has (compile-time values alone: index or f32)."""
+        return self.common_type(a, b) if isinstance(a, Scalar) or isinstance(b, Scalar) else _py_type(a, b)
+
     def select(self, cond, a, b) -> Scalar:
-        typ = self.common_type(a, b) if isinstance(a, Scalar) or isinstance(b, Scalar) else _py_type(a, b)
+        typ = self.select_type(a, b)
         c = self.to_ssa(cond, i1)
         return Scalar(self.emit(arith.SelectOp(c, self.to_ssa(a, typ), self.to_ssa(b, typ))).results[0])
 

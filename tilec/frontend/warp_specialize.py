@@ -77,16 +77,19 @@ class WsState:
 # ------------------------------------------------------------------ finding T.ws blocks
 
 
+def _call_name(node: ast.AST) -> str | None:
+    """`f` for a call `T.f(...)` or `f(...)`, else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+
+
 def _ws_id(node: ast.stmt) -> int | None:
     """k for a `with T.ws(k):` statement (any spelling ending in `.ws` / `ws`), else None."""
-    if not isinstance(node, ast.With) or len(node.items) != 1:
+    if not _is_ws(node):
         return None
     call = node.items[0].context_expr
-    if not isinstance(call, ast.Call):
-        return None
-    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-    if name != "ws":
-        return None
     if len(call.args) != 1 or call.keywords:
         return -1
     try:
@@ -99,12 +102,13 @@ def _ws_id(node: ast.stmt) -> int | None:
 _VISITOR: list = []  # the visitor whose names a `T.ws(k)` with a named k is evaluated in
 
 
-def _evaluate(node: ast.expr):
+def _evaluate(node: ast.expr, v=None):
+    """`node`'s value in the kernel's names (`v`, or the visitor of `_visiting`), None where it has none."""
     from tilec.errors import TilecError
 
-    if not _VISITOR:
+    v = v if v is not None else _VISITOR[-1] if _VISITOR else None
+    if v is None:
         return None
-    v = _VISITOR[-1]
     saved = v.b.loc
     try:
         return v.visit(node)
@@ -119,10 +123,7 @@ def uses_ws(stmts: list[ast.stmt]) -> bool:
 
 
 def _is_ws(node) -> bool:
-    if not isinstance(node, ast.With) or len(node.items) != 1 or not isinstance(node.items[0].context_expr, ast.Call):
-        return False
-    f = node.items[0].context_expr.func
-    return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) == "ws"
+    return isinstance(node, ast.With) and len(node.items) == 1 and _call_name(node.items[0].context_expr) == "ws"
 
 
 def _blocks(stmts) -> list[ast.With]:
@@ -130,8 +131,7 @@ def _blocks(stmts) -> list[ast.With]:
 
 
 def _issues_tma(block: ast.With) -> bool:
-    return any(isinstance(n, ast.Call) and (getattr(n.func, "attr", None) == "tma_copy" or
-                                             getattr(n.func, "id", None) == "tma_copy") for n in ast.walk(block))
+    return any(_call_name(n) == "tma_copy" for n in ast.walk(block))
 
 
 def plan_roles(v, stmts: list[ast.stmt], threads: list[int]) -> tuple[int, int]:
@@ -172,13 +172,6 @@ _COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: la
             ast.GtE: lambda a, b: a >= b}
 
 
-def _call_name(node: ast.AST) -> str | None:
-    if not isinstance(node, ast.Call):
-        return None
-    f = node.func
-    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
-
-
 def _is_thread_index(node: ast.expr) -> bool:
     """`T.get_thread_binding()` (or `(0)`): the block's thread index along x."""
     return (_call_name(node) == "get_thread_binding" and not node.keywords and
@@ -197,11 +190,7 @@ def _split_test(v, test: ast.expr, names: set[str]) -> tuple[int, int] | None:
 
     if is_tid(left) == is_tid(right):
         return None
-    _VISITOR.append(v)
-    try:
-        bound = _evaluate(right if is_tid(left) else left)
-    finally:
-        _VISITOR.pop()
+    bound = _evaluate(right if is_tid(left) else left, v)
     if not isinstance(bound, int) or isinstance(bound, bool):
         return None
     taken = [op(t, bound) if is_tid(left) else op(bound, t) for t in range(2 * WARPGROUP)]
@@ -294,16 +283,12 @@ def _project_in(v, stmts: list[ast.stmt], role: int) -> list[ast.stmt]:
 
 def _serial(v, it: ast.expr) -> ast.expr:
     """A `T.Pipelined(...)` around T.ws blocks as a serial loop (num_stages reported as not applied)."""
-    if not isinstance(it, ast.Call) or getattr(it.func, "attr", getattr(it.func, "id", None)) != "Pipelined":
+    if _call_name(it) != "Pipelined":
         return it
     from tilec.compiler.pass_configs import report
 
     stages = next((k.value for k in it.keywords if k.arg == "num_stages"), None)
-    _VISITOR.append(v)
-    try:
-        stages = None if stages is None else _evaluate(stages)
-    finally:
-        _VISITOR.pop()
+    stages = None if stages is None else _evaluate(stages, v)
     if stages not in (None, 0, 1):
         report("T.Pipelined(num_stages=...) around T.ws blocks is not applied: the loop runs serially, its stages "
                "ordered by the barriers the kernel writes", v.loc_of(it))
