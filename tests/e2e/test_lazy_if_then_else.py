@@ -75,6 +75,22 @@ def gather_through_a_macro():
     return main
 
 
+@T.macro
+def _whole(buf):
+    return buf
+
+
+def select_of_a_buffer():
+    @T.prim_func
+    def main(N: T.Tensor((1,), T.int32), Out: T.Tensor((WIDTH,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            idx = T.alloc_shared((N_IDX,), T.int32)
+            for i in T.Parallel(WIDTH):
+                Out[i] = T.if_then_else(i < N[0], _whole(idx), 0)  # ERR
+
+    return main
+
+
 def register_select():
     @T.prim_func
     def main(X: T.Tensor((WIDTH,), T.float32), Out: T.Tensor((WIDTH,), T.float32)):
@@ -127,3 +143,13 @@ def test_only_the_selected_side_is_read_on_the_gpu(make):
     want = torch.full((WIDTH,), -1.0)
     want[:6] = a.cpu()[idx.cpu()[:6].long()]
     assert torch.equal(out.cpu(), want)
+
+
+def test_a_side_that_is_not_a_scalar_is_a_located_error():
+    import inspect
+
+    lines, first = inspect.getsourcelines(select_of_a_buffer)
+    line = first + next(k for k, text in enumerate(lines) if "# ERR" in text)
+    with pytest.raises(tilec.TilecError, match="T.if_then_else selects between scalars, got") as e:
+        build_prim_func(select_of_a_buffer())
+    assert f"test_lazy_if_then_else.py:{line}:" in str(e.value).splitlines()[0]

@@ -242,6 +242,43 @@ def thread_index_read_in_a_side():
 
     return main
 
+def allocation_after_a_computed_size():
+    """An allocation before the roles sized by a value the roles compute."""
+
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), T.float16), Y: T.Tensor((128, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            xs = T.alloc_shared((128, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            n = X[0, 0]
+            extra = T.alloc_shared((n,), T.float16)  # ERR
+            if T.get_thread_binding() >= 128:
+                T.tma_copy(X[0:128, 0:64], xs, barrier=ready)
+                T.barrier_arrive(ready)
+            else:
+                T.barrier_wait(ready, 0)
+                T.copy(xs, Y)
+
+    return main
+
+
+def tma_copy_of_another_shape():
+    """A 128x32 region into a 128x64 tile."""
+
+    @T.prim_func
+    def main(X: T.Tensor((128, 64), T.float16), Y: T.Tensor((128, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            xs = T.alloc_shared((128, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            if T.get_thread_binding() >= 128:
+                T.tma_copy(X[0:128, 0:32], xs, barrier=ready)  # ERR
+                T.barrier_arrive(ready)
+            else:
+                T.barrier_wait(ready, 0)
+                T.copy(xs, Y)
+
+    return main
+
 def _inputs():
     rng = np.random.default_rng()
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -294,6 +331,8 @@ def test_thread_branch_roles_assemble_for_sm90a():
     (replay_before_a_later_write, "the producer warpgroup runs this again after the consumers' whole prologue, so it "
                                   "would read `sel`"),
     (thread_index_read_in_a_side, "`tid`, the thread index this branch splits the warpgroups by, is read here too"),
+    (allocation_after_a_computed_size, "an allocation before them may not depend on a value computed there"),
+    (tma_copy_of_another_shape, r"T.tma_copy shapes differ: src \(128, 32\) vs dst \(128, 64\)"),
 ])
 def test_thread_branches_tilec_cannot_split_are_located_errors(make, message):
     import inspect
