@@ -61,6 +61,18 @@ class StagedCopy:
     alloc: tile.AllocOp
 
 
+def through_regions(value: SSAValue) -> list[tuple[Operation, int]]:
+    """The (operation, operand index) uses of a tile, a region of it standing for its own uses (a
+    gemm of `A_s[:, 0:32]` reads A_s)."""
+    found = []
+    for use in value.uses:
+        if isinstance(use.operation, tile.RegionOp):
+            found += through_regions(use.operation.result)
+        else:
+            found.append((use.operation, use.index))
+    return found
+
+
 def staged_copy(copy: tile.CopyOp, loop: tile.ForOp) -> StagedCopy | None:
     body = loop.body.block
     src, dst = copy.src.type, copy.dst.type
@@ -70,12 +82,13 @@ def staged_copy(copy: tile.CopyOp, loop: tile.ForOp) -> StagedCopy | None:
     alloc = copy.dst.owner
     if not isinstance(alloc, tile.AllocOp) or loop.is_ancestor(alloc):
         return None
+    if any(isinstance(use.operation, tile.RegionOp) and not loop.is_ancestor(use.operation) for use in alloc.result.uses):
+        return None  # a region taken before the loop could not become one of the stage's
     position = body.get_operation_index(copy)
-    for use in alloc.result.uses:
-        user = use.operation
+    for user, index in through_regions(alloc.result):
         if user is copy or isinstance(user, tile.AnnotateLayoutOp):
             continue
-        if not loop.is_ancestor(user) or use.index not in READERS.get(type(user), ()):
+        if not loop.is_ancestor(user) or index not in READERS.get(type(user), ()):
             return None
         if body.get_operation_index(top_level(user, body)) <= position:
             return None  # read before the copy: the loop carries the old value
@@ -95,13 +108,12 @@ def preloaded_copy(value: SSAValue, loop: tile.ForOp) -> tile.CopyOp | None:
     if not isinstance(alloc, tile.AllocOp) or alloc.parent_block() is not body:
         return None
     writers = []
-    for use in alloc.result.uses:
-        user = use.operation
+    for user, index in through_regions(alloc.result):
         if isinstance(user, tile.AnnotateLayoutOp):
             continue
-        if isinstance(user, tile.GemmOp) and use.index in (0, 1) and loop.is_ancestor(user):
+        if isinstance(user, tile.GemmOp) and index in (0, 1) and loop.is_ancestor(user):
             continue
-        if isinstance(user, tile.CopyOp) and use.index == 1 and user.parent_block() is body and \
+        if isinstance(user, tile.CopyOp) and index == 1 and user.parent_block() is body and \
                 isinstance(user.src.type, tile.TensorType) and user.src.type.element_type == alloc.result.type.element_type \
                 and body.get_operation_index(user) < body.get_operation_index(loop):
             writers.append(user)

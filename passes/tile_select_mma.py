@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 
 from tilec.errors import error_at
 
+from .analysis import known_multiple
 from .target_facts import target_facts
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
 
@@ -51,9 +52,52 @@ def _plain_shared(value) -> tile.AllocOp | None:
     alloc = value.owner
     if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared":
         return None
-    if any(isinstance(use.operation, tile.AnnotateLayoutOp) for use in alloc.result.uses):
+    if _annotation(alloc) is not None:
         return None
     return alloc
+
+
+def _annotation(alloc: tile.AllocOp) -> int | None:
+    """The swizzle bytes `T.annotate_layout` fixed for `alloc` (None: it has none)."""
+    for use in alloc.result.uses:
+        if isinstance(use.operation, tile.AnnotateLayoutOp):
+            return use.operation.layout.bytes
+    return None
+
+
+def _wgmma_shared(value, k_major: bool, element_bytes: int) -> tuple[tile.AllocOp, dict] | None:
+    """The shared allocation a wgmma operand reads and the row layout it needs there, or None.
+
+    The operand is the allocation, a stage of a multi-buffered one, or a region of either
+    (TileLang's `KV_shared[stage, :, :D // 2]`, `Q_shared[:, D:]`). Its rows are the allocation's
+    rows, so the layout is that of the allocation's row width (`_row_layout`), and a region must
+    start where wgmma's descriptors can: at a multiple of 8 rows (a swizzle atom's), and along the
+    row at a k step (K-major: 32 bytes) or at a whole swizzle atom, with whole atoms across
+    (M- or N-major). An allocation `T.annotate_layout` fixed serves when the annotation is that
+    swizzle (TileLang's `make_swizzled_layout` of a row wider than 128 bytes is the same column
+    chunks)."""
+    columns, offsets = value.type.shape[-1], []
+    while isinstance(value.owner, tile.RegionOp | tile.StageOp):
+        if isinstance(value.owner, tile.RegionOp):
+            offsets.append((value.owner.offsets[-2], value.owner.offsets[-1]))
+        value = value.owner.source
+    alloc = value.owner
+    if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared" or alloc.result.type.rank < 2:
+        return None
+    layout = _row_layout(alloc.result.type.shape[-1], element_bytes)
+    if layout is None:
+        return None
+    annotated = _annotation(alloc)
+    if annotated is not None and annotated != layout["swizzle"]:
+        return None
+    atom = layout["swizzle"] // element_bytes  # columns of one swizzle atom's row
+    col_step = 32 // element_bytes if k_major else atom
+    if not k_major and columns % atom:
+        return None
+    for row, col in offsets:
+        if known_multiple(row) % 8 or known_multiple(col) % col_step:
+            return None
+    return alloc, layout
 
 
 def _plain_fragment(value) -> tile.AllocOp | None:
@@ -85,11 +129,7 @@ def wgmma_fp8_operands(op: tile.GemmOp, threads: int) -> dict | None:
     m, n, k = op.mnk()
     if k % 32 or wgmma_accumulator_layout(m, n, threads) is None:
         return None
-    a, b = _plain_shared(op.a), _plain_shared(op.b)
-    if a is None or b is None or a is b:
-        return None
-    rows = {a: _row_layout(k, 1), b: _row_layout(k, 1)}
-    return None if None in rows.values() else rows
+    return _shared_plan((op.a, True), (op.b, True), element_bytes=1)
 
 
 def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
@@ -110,19 +150,25 @@ def wgmma_operands(op: tile.GemmOp, threads: int) -> dict | None:
     m, n, k = op.mnk()
     if wgmma_accumulator_layout(m, n, threads) is None:
         return None
-    b = _plain_shared(op.b)
+    b = (op.b, bool(op.trans_b))  # B [N, K] is K-major
     if op.a.type.scope == "fragment":  # RS: A from registers
-        if op.trans_a or _plain_fragment(op.a) is None or wgmma_register_a_layout(m, k, threads) is None or b is None:
+        if op.trans_a or _plain_fragment(op.a) is None or wgmma_register_a_layout(m, k, threads) is None:
             return None
-        rows = {b: _row_layout(k if op.trans_b else n)}
-        return None if None in rows.values() else rows
-    a = _plain_shared(op.a)
-    if a is None or b is None or a is b:
-        return None
-    rows = {a: _row_layout(m if op.trans_a else k), b: _row_layout(k if op.trans_b else n)}
-    if any(r is None for r in rows.values()):
-        return None
-    return rows
+        return _shared_plan(b)
+    return _shared_plan((op.a, not op.trans_a), b)
+
+
+def _shared_plan(*operands: tuple, element_bytes: int = 2) -> dict | None:
+    """Per shared allocation the gemm's (operand, K-major) pairs read, the row layout wgmma needs
+    there (`_wgmma_shared`); None when one of them cannot be read. Two regions of one allocation
+    need the same layout (that of its rows)."""
+    plan = {}
+    for value, k_major in operands:
+        found = _wgmma_shared(value, k_major, element_bytes)
+        if found is None:
+            return None
+        plan[found[0]] = found[1]
+    return plan
 
 
 def _row_layout(columns: int, element_bytes: int = 2) -> dict | None:

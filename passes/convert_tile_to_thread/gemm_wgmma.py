@@ -174,17 +174,19 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
     eb = tile.element_bytes(b.element_type)  # 2 (f16 / bf16) or 1 (fp8)
     k_step = 32 // eb  # one wgmma reads 32 bytes of K: k16 of 16-bit types, k32 of fp8
+    # The strides are the shared allocation's (an operand may be a region of it or of one of its
+    # stages): its rows (one column chunk's, when chunked) and, chunked, its whole column of rows
+    # (`dims[-2]`) between chunks.
     if op.trans_a:  # A stored [k, m]: M-major (16-bit types only) as an N-major B; an m64 block is one 128-byte chunk
-        layout_a, a_lbo, a_sbo = nvvm.MMALayout.COL, (a.shape[0] * a.chunk * 2 if a.chunk else 16), 8 * a.swizzle
+        layout_a, a_lbo, a_sbo = nvvm.MMALayout.COL, (a.dims[-2] * a.chunk * 2 if a.chunk else 16), 8 * a.swizzle
     else:  # K-major rows wider than 128 bytes: 128-byte chunks
-        layout_a, a_lbo, a_sbo = nvvm.MMALayout.ROW, 16, 8 * (a.chunk or a.shape[1]) * eb  # (unused for RS)
+        layout_a, a_lbo, a_sbo = nvvm.MMALayout.ROW, 16, (8 * a.strides[-2] * eb if a.kind == "shared" else 0)
     if op.trans_b:  # B stored [n, k]: K-major like A
         layout_b = nvvm.MMALayout.COL
-        b_lbo, b_sbo = 16, 8 * (b.chunk or b.shape[1]) * eb
+        b_lbo, b_sbo = 16, 8 * b.strides[-2] * eb
     else:  # B stored [k, n]: N-major (16-bit types only), rows of the swizzle width (in column chunks when wider)
         layout_b = nvvm.MMALayout.ROW
-        width = b.chunk or b.shape[1]
-        b_lbo, b_sbo = b.shape[0] * width * 2 if b.chunk else 16, 8 * b.swizzle
+        b_lbo, b_sbo = b.dims[-2] * b.chunk * 2 if b.chunk else 16, 8 * b.swizzle
     props = {"shape": nvvm.MMAShapeAttr(64, n, k_step), "typeA": _mma_type(a.element_type),
              "typeB": _mma_type(b.element_type),
              "layoutA": nvvm.MMALayoutAttr(layout_a), "layoutB": nvvm.MMALayoutAttr(layout_b)}

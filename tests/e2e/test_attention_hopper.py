@@ -14,6 +14,7 @@ from tilec.targets.nvptx import assemble, emit_ptx
 
 import tilec
 import tilec.language as T
+from tilec.layout import make_swizzled_layout
 from tilec.compiler.lower import lower_to_thread
 from tilec.frontend import build_prim_func
 from tilec.target import resolve_target
@@ -80,8 +81,8 @@ def _check_hgmma(cubin, copies, tmp_path, cuobjdump):
 
 
 def register_a_from_an_mma_sync_accumulator():
-    """P computed from a tile wgmma cannot read (A and B the same shared tile: mma.sync) has
-    that accumulator's layout: the RS gemm converts it through shared memory first."""
+    """P computed from a tile wgmma cannot read (annotated with a swizzle that is not its rows':
+    mma.sync) has that accumulator's layout: the RS gemm converts it through shared memory first."""
 
     @T.prim_func
     def main(X: T.Tensor((64, 64), T.float16), V: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
@@ -91,6 +92,7 @@ def register_a_from_an_mma_sync_accumulator():
             d = T.alloc_fragment((64, 64), T.float32)
             p = T.alloc_fragment((64, 64), T.float16)
             c = T.alloc_fragment((64, 64), T.float32)
+            T.annotate_layout({x: make_swizzled_layout(x, swizzle_bytes=64)})
             T.copy(X, x)
             T.copy(V, v)
             T.gemm(x, x, d, clear_accum=True)

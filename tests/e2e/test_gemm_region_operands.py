@@ -3,8 +3,9 @@
 `T.gemm(a, B_s[k * 32:k * 32 + 32, :], c)` inside a loop: ldmatrix cannot address such a B (its
 offset is not a constant), so mma.sync reads it by pairs of elements. That path was dead code (a
 raw LLVM error on sm_80 and sm_90a, an IndexError on `sim`); now every target agrees with the
-interpreter, and the PTX assembles for both architectures (sm_90a declines wgmma, whose
-operands must be whole shared allocations, and takes mma.sync too).
+interpreter, and the PTX assembles for both architectures. On sm_90a such regions are wgmma's
+operands (descriptors from the region's start in the allocation's swizzled rows); mma.sync stays
+the sm_80 path and sm_90a's with wgmma off.
 """
 
 import pytest
@@ -18,11 +19,15 @@ def test_region_operand_gemm_on_the_interpreter(case):
     run_case(case, "interp", "cpu")
 
 
-@pytest.mark.parametrize("mma", [True, False], ids=["mma", "simt"])
+_KINDS = {"wgmma": ({}, "nvvm.wgmma.mma_async"), "mma": ({"tilec.enable_wgmma": False}, "nvvm.mma.sync"),
+          "simt": ({"tilec.enable_mma": False}, "math.fma")}
+
+
+@pytest.mark.parametrize("kind", list(_KINDS))
 @pytest.mark.parametrize("case", REGION_OPERAND_CASES, ids=_IDS)
-def test_region_operand_gemm_on_the_simulator(case, mma):
-    run_case(case, "sim", "cpu", pass_configs={"tilec.enable_mma": mma},
-             expect_ir="nvvm.mma.sync" if mma else "math.fma")
+def test_region_operand_gemm_on_the_simulator(case, kind):
+    configs, instruction = _KINDS[kind]
+    run_case(case, "sim", "cpu", pass_configs=configs, expect_ir=instruction)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -38,4 +43,7 @@ def test_region_operand_gemm_assembles(case, arch, ptxas):
     ptx = emit_ptx(lowered.thread, arch)
     cubin, report = assemble(ptx, arch)
     assert cubin.startswith(b"\x7fELF") and not report.kernels[lowered.spec.kernel_name].spills
-    assert "mma.sync.aligned.m16n8k16.row.col.f32" in ptx and "wgmma" not in ptx
+    if arch == "sm_80":
+        assert "mma.sync.aligned.m16n8k16.row.col.f32" in ptx and "wgmma" not in ptx
+    else:
+        assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx

@@ -9,7 +9,7 @@ from tilec.frontend.calls import HANDLERS, LOOPS, builtin_name, handles
 
 def _builtins() -> set[str]:
     names = {builtin_name(getattr(T, n)) for n in T.__all__}
-    names.add(builtin_name(layout.make_swizzled_layout))
+    names |= {builtin_name(getattr(layout, n)) for n in layout.__all__}
     return {n for n in names if n is not None}
 
 

@@ -136,18 +136,26 @@ def test_ws_kernels_assemble_for_sm90a():
     assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx and "mbarrier.try_wait" in ptx
 
 
-def test_a_ws_consumer_mma_gemm_of_stage_views_is_right_on_the_simulator():
-    """TileLang's barrierpipe example in small: the gemm of stage views is an mma.sync (tile-select-mma
-    takes wgmma operands of plain allocations only) run by the consumer warps only. Its ldmatrix reads
-    are fenced (fence.proxy.async) before the stage is released, or the simulator reports the race."""
+_MMA_SYNC = {"tilec.enable_wgmma": False}
+
+
+@pytest.mark.parametrize("configs", [{}, _MMA_SYNC], ids=["wgmma", "mma.sync"])
+def test_a_ws_consumer_gemm_of_stage_views_is_right_on_the_simulator(configs):
+    """TileLang's barrierpipe example in small: the gemm of stage views, run by the consumer warps
+    only, is a wgmma (descriptors of the stage) by default, an mma.sync with wgmma off. The mma.sync's
+    ldmatrix reads are fenced (fence.proxy.async) before the stage is released, or the simulator
+    reports the race."""
     rng = np.random.default_rng()
     a = rng.standard_normal((128, 256)).astype(np.float16)
     b = rng.standard_normal((256, 128)).astype(np.float16)
-    _check(tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim")(a, b), a, b)
+    kernel = tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim", pass_configs=configs)
+    _check(kernel(a, b), a, b)
+    assert ("nvvm.mma.sync" if configs else "nvvm.wgmma.mma_async") in kernel.get_ir("thread")
 
 
 def test_a_ws_consumer_mma_gemm_of_stage_views_fences_its_reads_before_the_release():
-    ptx = tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
+    ptx = tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a",
+                        pass_configs=_MMA_SYNC).get_kernel_source()
     consumer = ptx[ptx.index("ldmatrix"):]
     assert "mma.sync.aligned.m16n8k16" in consumer and "wgmma" not in ptx
     fence = consumer.index("fence.proxy.async.shared::cta")
@@ -163,13 +171,15 @@ def test_a_ws_consumer_copy_of_a_stage_view_fences_its_reads_before_the_release(
 
 def test_the_simulator_reports_a_tma_load_over_unfenced_generic_reads(monkeypatch):
     """Without the fence before the consumer's release, the producer's next TMA load into the
-    released stage is a write-after-read race across proxies: a located error at the T.tma_copy."""
+    released stage is a write-after-read race across proxies (the mma.sync's generic reads): a
+    located error at the T.tma_copy."""
     from tilec.passes.convert_tile_to_thread import proxy
 
     monkeypatch.setattr(proxy, "fence_before_release", lambda *args: None)
     a, b = _operands(128, 128, 256)
     with pytest.raises(TilecError, match="TMA load over shared byte .* no fence.proxy.async.shared::cta") as e:
-        tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim")(a, b)
+        tilec.compile(ws_gemm_staged(128, 128, 256, 128, 128, 64), out_idx=[-1], target="sim",
+                      pass_configs=_MMA_SYNC)(a, b)
     line = next(i for i, text in enumerate(open(__file__), 1)
                 if "T.tma_copy(A[by * bm:(by + 1) * bm" in text and i > 80)
     assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)

@@ -79,11 +79,18 @@ def test_wgmma_gemm_on_the_gpu(case):
 from kernel_cases import REGION_OPERAND_CASES  # noqa: E402
 
 
+@pytest.mark.parametrize("kind", ["wgmma", "mma"])
 @pytest.mark.parametrize("case", REGION_OPERAND_CASES, ids=[c.name for c in REGION_OPERAND_CASES])
-def test_region_operand_gemm_on_the_gpu(case):
-    """A gemm operand that is a shared region at a run-time offset (issue 8, item 5): mma.sync
-    reads it by pairs of elements (ldmatrix cannot address it)."""
-    run_case(case, "cuda", "cuda", expect_ir="nvvm.mma.sync")
+def test_region_operand_gemm_on_the_gpu(case, kind):
+    """A gemm operand that is a shared region at a run-time offset (issue 8, item 5): wgmma reads it
+    by descriptors from the region's start on sm_90a; mma.sync (wgmma off) by pairs of elements
+    (ldmatrix cannot address it)."""
+    if kind == "wgmma":
+        if torch.cuda.get_device_capability() != (9, 0):
+            pytest.skip("wgmma needs sm_90a")
+        run_case(case, "cuda", "cuda", expect_ir="nvvm.wgmma.mma_async")
+    else:
+        run_case(case, "cuda", "cuda", pass_configs={"tilec.enable_wgmma": False}, expect_ir="nvvm.mma.sync")
 
 
 def test_one_plus_tanh_keeps_its_relative_precision_on_the_gpu():

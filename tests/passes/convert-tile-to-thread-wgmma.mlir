@@ -50,8 +50,9 @@ func.func @attention_step(%O: !tile.tensor<128x64xf32>, %M: !tile.tensor<128xf32
 }
 
 // A register A whose layout the kernel fixes otherwise: P is computed from an mma.sync
-// accumulator (a gemm of a tile with itself, which wgmma cannot read twice) and takes its
-// layout, so the RS gemm first converts P through shared memory into the register-A layout.
+// accumulator (a gemm of a tile annotated with a swizzle that is not its rows', which wgmma cannot
+// read) and takes its layout, so the RS gemm first converts P through shared memory into the
+// register-A layout.
 // CHECK-LABEL: func.func @register_a_other_layout
 // CHECK: "nvvm.mma.sync"
 // CHECK: arith.truncf
@@ -65,6 +66,7 @@ func.func @register_a_other_layout(%C: !tile.tensor<64x64xf32>) {
   %c1 = arith.constant 1 : index
   tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
     %x = tile.alloc : !tile.buffer<64x64xf16, shared>
+    tile.annotate_layout %x {layout = #tile.swizzle<64>} : !tile.buffer<64x64xf16, shared>
     %d = tile.alloc : !tile.buffer<64x64xf32, fragment>
     %p = tile.alloc : !tile.buffer<64x64xf16, fragment>
     %b = tile.alloc : !tile.buffer<64x64xf16, shared>

@@ -219,3 +219,84 @@ func.func @m_major_a() {
   }
   func.return
 }
+
+// Regions of shared allocations (TileLang's MLA: `T.gemm(Q_shared[:, :D // 2], KV_shared[stage, :,
+// :D // 2], acc_s, transpose_B=True)`, then `T.gemm(S_shared, KV_shared[stage, :, D // 2:], acc_o)`)
+// are wgmma operands: the layout is the allocation's rows' (256 halves: 128-byte swizzle in 64-column
+// chunks), and each region starts where a descriptor can (8-row multiples; along K-major rows a
+// multiple of 16 halves, along N-major rows a whole 64-column chunk, here 128).
+// WG-LABEL: func.func @regions_of_allocations
+// WG: %q = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x256xf16, shared>
+// WG: %kv = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<2x64x256xf16, shared>
+// WG: tile.gemm %qr, %kvr, %s {transpose_b = true, mma = "wgmma"}
+// WG: tile.gemm %p, %kvr2, %o {mma = "wgmma"}
+func.func @regions_of_allocations() {
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  %c128 = arith.constant 128 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %q = tile.alloc : !tile.buffer<64x256xf16, shared>
+    %kv = tile.alloc : !tile.buffer<2x64x256xf16, shared>
+    %p = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %s = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    %o = tile.alloc : !tile.buffer<64x128xf32, fragment>
+    %qr = tile.region %q[%c0, %c128] : !tile.buffer<64x256xf16, shared> -> !tile.buffer<64x128xf16, shared>
+    %st = tile.stage %kv[%bx] : !tile.buffer<2x64x256xf16, shared> -> !tile.buffer<64x256xf16, shared>
+    %kvr = tile.region %st[%c0, %c128] : !tile.buffer<64x256xf16, shared> -> !tile.buffer<64x128xf16, shared>
+    tile.gemm %qr, %kvr, %s {transpose_b = true} : !tile.buffer<64x128xf16, shared>, !tile.buffer<64x128xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    %kvr2 = tile.region %st[%c0, %c128] : !tile.buffer<64x256xf16, shared> -> !tile.buffer<64x128xf16, shared>
+    tile.gemm %p, %kvr2, %o : !tile.buffer<64x64xf16, shared>, !tile.buffer<64x128xf16, shared>, !tile.buffer<64x128xf32, fragment>
+  }
+  func.return
+}
+
+// A region wgmma's descriptors cannot start at stays on mma.sync: 8 halves into K-major rows (half
+// a k16 step), 32 columns into N-major rows of 64-column atoms, 4 rows down (inside an 8-row atom).
+// WG-LABEL: func.func @negative_region_offsets
+// WG: tile.gemm %ar, %b16, %c {mma = "m16n8k16"}
+// WG: tile.gemm %a, %br, %c {mma = "m16n8k16"}
+// WG: tile.gemm %a, %br4, %c2 {transpose_b = true, mma = "m16n8k16"}
+func.func @negative_region_offsets() {
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %b = tile.alloc : !tile.buffer<64x128xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    %ar = tile.region %a[%c0, %c8] : !tile.buffer<64x64xf16, shared> -> !tile.buffer<64x16xf16, shared>
+    %b16 = tile.region %b[%c0, %c0] : !tile.buffer<64x128xf16, shared> -> !tile.buffer<16x64xf16, shared>
+    tile.gemm %ar, %b16, %c : !tile.buffer<64x16xf16, shared>, !tile.buffer<16x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    %br = tile.region %b[%c0, %c32] : !tile.buffer<64x128xf16, shared> -> !tile.buffer<64x64xf16, shared>
+    tile.gemm %a, %br, %c : !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    %c2 = tile.alloc : !tile.buffer<64x32xf32, fragment>
+    %br4 = tile.region %a[%c4, %c0] : !tile.buffer<64x64xf16, shared> -> !tile.buffer<32x64xf16, shared>
+    tile.gemm %a, %br4, %c2 {transpose_b = true} : !tile.buffer<64x64xf16, shared>, !tile.buffer<32x64xf16, shared>, !tile.buffer<64x32xf32, fragment>
+  }
+  func.return
+}
+
+// T.annotate_layout's swizzle serves wgmma when it is the rows' own (make_swizzled_layout: 128
+// bytes, a 256-halves row in 64-column chunks); another (64 bytes on 128-byte rows) keeps mma.sync.
+// WG-LABEL: func.func @annotated_layouts
+// WG: %a = tile.alloc {swizzle = 128 : i64, chunk = 64 : i64} : !tile.buffer<64x256xf16, shared>
+// WG: tile.gemm %a, %b, %c {mma = "wgmma"}
+// WG: tile.gemm %a2, %b2, %c2 {mma = "m16n8k16"}
+func.func @annotated_layouts() {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x256xf16, shared>
+    tile.annotate_layout %a {layout = #tile.swizzle<128>} : !tile.buffer<64x256xf16, shared>
+    %b = tile.alloc : !tile.buffer<256x64xf16, shared>
+    %c = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %c : !tile.buffer<64x256xf16, shared>, !tile.buffer<256x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    %a2 = tile.alloc : !tile.buffer<64x64xf16, shared>
+    tile.annotate_layout %a2 {layout = #tile.swizzle<64>} : !tile.buffer<64x64xf16, shared>
+    %b2 = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %c2 = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a2, %b2, %c2 : !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+  }
+  func.return
+}

@@ -8,7 +8,7 @@ from tilec.language.program import Symbol
 
 from ..values import SwizzleLayout, TileRef
 from .operands import describe_, require_kernel, static_int
-from .registry import handles
+from .registry import handles, handles_each
 
 
 @handles("use_swizzle")
@@ -32,7 +32,8 @@ def annotate_layout(v, layout_map):
                 continue
         if not isinstance(buf, TileRef) or not isinstance(layout, SwizzleLayout):
             raise v.b.error("T.annotate_layout: each entry must be buffer: make_swizzled_layout(buffer)")
-        v.b.emit(tile.AnnotateLayoutOp(buf.ssa, tile.SwizzleLayoutAttr(layout.nbytes)))
+        if layout.nbytes:  # 0: make_swizzled_layout of a row no swizzle fits, which stays unswizzled
+            v.b.emit(tile.AnnotateLayoutOp(buf.ssa, tile.SwizzleLayoutAttr(layout.nbytes)))
 
 
 def _annotate_custom(v, buf, layout) -> None:
@@ -57,10 +58,27 @@ def layout(v, shape, forward_fn):
     return make_layout(v, shape, forward_fn)
 
 
-@handles("make_swizzled_layout")
-def make_swizzled_layout(v, buffer, swizzle_bytes):
-    if swizzle_bytes not in (32, 64, 128):
-        raise v.b.error(f"make_swizzled_layout: swizzle_bytes must be 32, 64 or 128, got {swizzle_bytes!r}")
+def _check_swizzled(v, name: str, buffer) -> None:
     if not isinstance(buffer, TileRef) or buffer.scope != "shared":
-        raise v.b.error(f"make_swizzled_layout needs a shared buffer, got {describe_(buffer)}")
+        raise v.b.error(f"{name} needs a shared buffer, got {describe_(buffer)}")
+
+
+@handles("make_swizzled_layout")
+def make_swizzled_layout(v, buffer, k_major, allow_pad, swizzle_bytes):
+    _check_swizzled(v, "make_swizzled_layout", buffer)
+    if swizzle_bytes is None:  # TileLang's choice: the widest swizzle the row is a multiple of
+        row = 0 if buffer.shape[-1] == tile.DYNAMIC else buffer.shape[-1] * tile.element_bytes(buffer.type.element_type)
+        swizzle_bytes = next((n for n in (128, 64, 32) if row and row % n == 0), 0)
+    elif swizzle_bytes not in (32, 64, 128):
+        raise v.b.error(f"make_swizzled_layout: swizzle_bytes must be 32, 64 or 128, got {swizzle_bytes!r}")
     return SwizzleLayout(buffer, int(swizzle_bytes))
+
+
+@handles_each({"make_full_bank_swizzled_layout": 128, "make_half_bank_swizzled_layout": 64,
+               "make_quarter_bank_swizzled_layout": 32})
+def _bank_swizzled_layout(name: str, nbytes: int):
+    def build(v, buffer):
+        _check_swizzled(v, name, buffer)
+        return SwizzleLayout(buffer, nbytes)
+
+    return build
