@@ -113,7 +113,7 @@ def preloaded_copy(value: SSAValue, loop: tile.ForOp) -> tile.CopyOp | None:
             continue
         if isinstance(user, tile.GemmOp) and index in (0, 1) and loop.is_ancestor(user):
             continue
-        if isinstance(user, tile.CopyOp) and index == 1 and user.parent_block() is body and \
+        if isinstance(user, tile.CopyOp) and index == 1 and user.dst is alloc.result and user.parent_block() is body and \
                 isinstance(user.src.type, tile.TensorType) and user.src.type.element_type == alloc.result.type.element_type \
                 and body.get_operation_index(user) < body.get_operation_index(loop):
             writers.append(user)

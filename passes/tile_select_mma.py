@@ -73,9 +73,10 @@ def _wgmma_shared(value, k_major: bool, element_bytes: int) -> tuple[tile.AllocO
     rows, so the layout is that of the allocation's row width (`_row_layout`), and a region must
     start where wgmma's descriptors can: at a multiple of 8 rows (a swizzle atom's), and along the
     row at a k step (K-major: 32 bytes) or at a whole swizzle atom, with whole atoms across
-    (M- or N-major). An allocation `T.annotate_layout` fixed serves when the annotation is that
-    swizzle (TileLang's `make_swizzled_layout` of a row wider than 128 bytes is the same column
-    chunks)."""
+    (M- or N-major). The allocation's rows are a multiple of 8, so that each of its stages and
+    column chunks starts on the swizzle pattern's repeat boundary (the descriptors' base offset
+    is 0). An allocation `T.annotate_layout` fixed serves when the annotation is that swizzle
+    (TileLang's `make_swizzled_layout` of a row wider than 128 bytes is the same column chunks)."""
     columns, offsets = value.type.shape[-1], []
     while isinstance(value.owner, tile.RegionOp | tile.StageOp):
         if isinstance(value.owner, tile.RegionOp):
@@ -84,6 +85,8 @@ def _wgmma_shared(value, k_major: bool, element_bytes: int) -> tuple[tile.AllocO
     alloc = value.owner
     if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared" or alloc.result.type.rank < 2:
         return None
+    if alloc.result.type.shape[-2] % 8:
+        return None  # a stage or a column chunk would start inside a swizzle pattern (its base offset is 0)
     layout = _row_layout(alloc.result.type.shape[-1], element_bytes)
     if layout is None:
         return None

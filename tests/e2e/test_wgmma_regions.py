@@ -150,6 +150,51 @@ def pipelined_halves(M=256, N=256, K=256):
     return main, lambda a, b: (a.double() @ b.double()).float(), [(M, K), (K, N)], [2]
 
 
+def preload_through_a_region():
+    """Q filled through a region of a wider tile before a pipelined loop, then read through that
+    region: not the tile's whole writer, so no TMA preload of it (the producer would box a strided
+    region as a dense one); the loop still runs its gemm on wgmma."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((64, 64), T.float16), K: T.Tensor((256, 64), T.float16), S: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            q = T.alloc_shared((64, 128), T.float16)
+            k = T.alloc_shared((64, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(Q, q[:, 64:128])
+            T.clear(acc)
+            for j in T.Pipelined(4, num_stages=2):
+                T.copy(K[j * 64, 0], k)
+                T.gemm(q[:, 64:128], k, acc, transpose_B=True)
+            T.copy(acc, S)
+
+    def ref(q, k):
+        return sum(q.double() @ k[j * 64:(j + 1) * 64].double().T for j in range(4)).float()
+
+    return main, ref, [(64, 64), (256, 64)], [2]
+
+
+def stages_of_68_rows():
+    """Stages of 68 rows: stage 1 starts 4 rows into a swizzle pattern, where a descriptor with base
+    offset 0 cannot start; mma.sync reads them."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((2, 68, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 64), T.float16)
+            b = T.alloc_shared((2, 68, 64), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.clear(c)
+            for s in T.serial(2):
+                T.gemm(a, b[s, 0:64, :], c, transpose_B=True)
+            T.copy(c, C)
+
+    return main, lambda a, b: sum(a.double() @ b[s, :64].double().T for s in range(2)).float(), \
+        [(64, 64), (2, 68, 64)], [2]
+
+
 CASES = {
     "mla_halves": (mla_halves, "wgmma"),
     "rows_and_m_major": (rows_and_m_major, "wgmma"),
@@ -158,6 +203,8 @@ CASES = {
     "same_tile": (same_tile, "wgmma"),
     "half_step_offset": (half_step_offset, "mma.sync"),
     "pipelined_halves": (pipelined_halves, "wgmma"),
+    "preload_through_a_region": (preload_through_a_region, "wgmma"),
+    "stages_of_68_rows": (stages_of_68_rows, "mma.sync"),
 }
 _IR = {"wgmma": "nvvm.wgmma.mma_async", "mma.sync": "nvvm.mma.sync"}
 
@@ -211,6 +258,23 @@ def test_make_swizzled_layout_follows_the_row_width():
     for name, nbytes in (("w", 128), ("h", 64), ("q", 32), ("f", 128)):
         assert f"tile.annotate_layout %{name} {{layout = #tile.swizzle<{nbytes}>}}" in ir, name
     assert "tile.annotate_layout %n" not in ir
+
+
+def test_old_style_swizzle_bytes_argument_is_a_located_error():
+    """make_swizzled_layout's second argument is TileLang's k_major: a byte count there is refused
+    with the keyword to use, not silently ignored."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 64), T.float16)
+            T.annotate_layout({a: make_swizzled_layout(a, 64)})
+            T.copy(A, a)
+
+    with pytest.raises(tilec.TilecError, match=r"k_major is TileLang's flag \(a bool\), got 64") as e:
+        tilec.compile(main, target="interp")
+    line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1) if "make_swizzled_layout(a, 64)" in text)
+    assert f"test_wgmma_regions.py:{line}:" in str(e.value) and "swizzle_bytes=64" in str(e.value)
 
 
 @pytest.mark.parametrize("name", ["mla_halves", "rows_and_m_major", "annotated", "pipelined_halves"])

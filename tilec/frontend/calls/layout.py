@@ -66,6 +66,11 @@ def _check_swizzled(v, name: str, buffer) -> None:
 @handles("make_swizzled_layout")
 def make_swizzled_layout(v, buffer, k_major, allow_pad, swizzle_bytes):
     _check_swizzled(v, "make_swizzled_layout", buffer)
+    for name, flag in (("k_major", k_major), ("allow_pad", allow_pad)):
+        if not isinstance(flag, bool):
+            hint = f"name the swizzle as swizzle_bytes={flag}" if name == "k_major" and flag in (32, 64, 128) else \
+                "pass True or False"
+            raise v.b.error(f"make_swizzled_layout: {name} is TileLang's flag (a bool), got {flag!r}", hint=hint)
     if swizzle_bytes is None:  # TileLang's choice: the widest swizzle the row is a multiple of
         row = 0 if buffer.shape[-1] == tile.DYNAMIC else buffer.shape[-1] * tile.element_bytes(buffer.type.element_type)
         swizzle_bytes = next((n for n in (128, 64, 32) if row and row % n == 0), 0)
