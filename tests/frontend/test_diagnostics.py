@@ -245,6 +245,28 @@ def unknown_language_name():
     build_prim_func(main)
 
 
+@case("T.ptx_cp_async is TileLang's raw per-thread cp.async, which tilec does not provide", hint="T.tma_copy")
+def tilelang_name_tilec_lacks():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 64), T.float16)
+            T.ptx_cp_async(a, A, 16)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.tcgen05_gemm is a Blackwell (sm_100) feature: tilec targets sm_80 and sm_90a", hint="wgmma")
+def blackwell_name():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 64), T.float16)
+            T.tcgen05_gemm(a, a, a)  # ERR
+
+    build_prim_func(main)
+
+
 @case("name `undefined_buffer` is not defined")
 def unknown_name():
     @T.prim_func

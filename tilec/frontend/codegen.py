@@ -691,8 +691,8 @@ class KernelVisitor(ast.NodeVisitor):
             return getattr(base, node.attr)
         except AttributeError:
             if getattr(base, "__name__", "") in ("tilec.language", "tilelang.language"):
-                raise self.b.error(f"unknown name `T.{node.attr}` in the kernel language",
-                                   hint=calls.closest_language_name(node.attr)) from None
+                message, hint = calls.unknown_language_name(node.attr)
+                raise self.b.error(message, hint=hint) from None
             raise self.b.error(f"{describe(base)} has no attribute `{node.attr}`") from None
 
     def visit_Subscript(self, node: ast.Subscript):

@@ -17,8 +17,9 @@
 
 from . import alloc, atomic, conv, copy, debug, extern, gemm, hints, layout, math, pointers, reduce, structure, sync  # noqa: F401  (builders register on import)
 from .loops import emit_loop
-from .registry import HANDLERS, LOOPS, attribute, builtin_name, call, closest_language_name, handles, handles_each
+from .registry import (HANDLERS, LOOPS, attribute, builtin_name, call, closest_language_name, handles, handles_each,
+                       unknown_language_name)
 from .structure import emit_kernel
 
 __all__ = ["HANDLERS", "LOOPS", "attribute", "builtin_name", "call", "closest_language_name", "emit_kernel",
-           "emit_loop", "handles", "handles_each"]
+           "emit_loop", "handles", "handles_each", "unknown_language_name"]

@@ -68,6 +68,42 @@ def closest_language_name(name: str) -> str:
     return f"did you mean {', '.join('T.' + c for c in close)}?" if close else "see the T.* names in TILELANG_SURFACE.md"
 
 
+_BLACKWELL = ("a Blackwell (sm_100) feature: tilec targets sm_80 and sm_90a",
+              "on Hopper, T.gemm runs on wgmma and T.copy on TMA")
+_TILELANG_ONLY = {
+    **dict.fromkeys(("tcgen05_gemm", "tcgen05_gemm_blockscaled", "tcgen05_mma_arrive", "tcgen05_cp_warpx4",
+                     "tcgen05_sf_warp_transpose", "alloc_tmem", "mma_gemm_blockscaled", "clc_try_cancel_multicast",
+                     "clc_is_canceled", "clc_get_first_ctaid_x"), _BLACKWELL),
+    **dict.fromkeys(("ClusterKernel", "alloc_cluster_barrier", "block_rank_in_cluster"),
+                    ("TileLang's explicit thread-block clusters, which tilec does not provide",
+                     "tilec forms clusters of a warp-specialized gemm itself: pass config tilec.cluster")),
+    **dict.fromkeys(("WSID", "WSPipeline", "WSRole", "WSSchedule", "WSScope", "WSSync", "annotate_ws_schedule",
+                     "ws_op"),
+                    ("TileLang's warp-specialization scheduling API, which tilec does not provide",
+                     "tilec warp-specializes T.Pipelined gemm loops itself; a hand-written split is `with T.ws(0)` / "
+                     "`with T.ws(1)` blocks or `if T.get_thread_binding() >= 128:`")),
+    **dict.fromkeys(("ptx_cp_async", "cp_async_barrier_noinc"),
+                    ("TileLang's raw per-thread cp.async, which tilec does not provide",
+                     "copy tiles with T.copy (in a T.Pipelined loop tilec issues cp.async or TMA for it) or "
+                     "T.tma_copy in a warp-specialized producer")),
+    **dict.fromkeys(("Persistent", "PersistentTileScheduler"),
+                    ("TileLang's persistent tile scheduler, which tilec does not provide",
+                     "tilec makes a warp-specialized gemm kernel persistent itself: pass config tilec.persistent")),
+    "sync_grid": ("a grid-wide barrier (a cooperative launch), which tilec does not launch",
+                  "split the kernel in two at the barrier"),
+}
+"""TileLang builtins tilec does not provide, with what they are and what to write instead."""
+
+
+def unknown_language_name(name: str) -> tuple[str, str]:
+    """The error message and hint for `T.<name>` that tilec's language lacks: TileLang's own names
+    say what they are and what tilec offers instead."""
+    if name in _TILELANG_ONLY:
+        what, hint = _TILELANG_ONLY[name]
+        return f"T.{name} is {what}", hint
+    return f"unknown name `T.{name}` in the kernel language", closest_language_name(name)
+
+
 def _is_runtime(value) -> bool:
     return isinstance(value, Scalar | TileRef | Access | VarRef | SwizzleLayout | BarrierRef)
 
