@@ -8,9 +8,9 @@ Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, wit
   that `T.annotate_layout` does not lay out get `swizzle = <bytes>`: the XOR swizzle of
   their row width, at most 128 bytes (none below 32), which every access then applies.
   With `wgmma` (sm_90a) a gemm whose operands wgmma can read (B from shared memory, A from
-  shared memory or from a fragment: the RS form) gets `mma = "wgmma"` instead, and its shared
-  operand allocations the swizzle (and column chunk) of the PTX canonical layouts
-  (`wgmma_operands`). An fp8 gemm (float8_e4m3fn / float8_e5m2 into an f32 fragment) takes
+  shared memory or from a fragment: the RS form; a shared operand may be a region of a tile or
+  of a stage of one) gets `mma = "wgmma"` instead, and its operands' shared allocations the
+  swizzle (and column chunk) of the PTX canonical layouts (`wgmma_operands`, `_wgmma_shared`). An fp8 gemm (float8_e4m3fn / float8_e5m2 into an f32 fragment) takes
   wgmma m64nNk32 with both operands K-major in shared memory (`wgmma_fp8_operands`). Other
   gemms keep the SIMT path.
 Fails: on an fp8 gemm before sm_89, and on wgmma an fp8 gemm with a transposed (not K-major)
