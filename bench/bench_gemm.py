@@ -15,7 +15,7 @@ cuBLAS (`a @ b`), torch unfused (`gelu(a @ b + bias)`), and Triton's matmul tuto
 with the bias + gelu epilogue fused for the gelu shape. Every implementation is checked
 against a float32 product of fresh random inputs before it is timed (median of CUDA-event
 timings with the L2 flushed). Each implementation's best is then timed again in BENCH_ROUNDS (default 5)
-interleaved rounds of BENCH_ROUND_MS (default 100) ms each, after BENCH_WARM_S (default 2) seconds of back-to-back
+interleaved rounds of BENCH_ROUND_MS (default 1000) ms each, after BENCH_WARM_S (default 2) seconds of back-to-back
 calls that bring the card to its power-capped steady state, and the table reports the median of its rounds, so that
 the ratios compare kernels timed in the same power and thermal state of the card. The table gives TFLOP/s and
 ratios; the SASS column says whether
@@ -63,9 +63,10 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))  # the interleaved re-timing o
 # its first clamp at the 700 W cap dips the clock to ~1 GHz ~0.9 s into the load (run s23e, H100), into whichever round is
 # then being timed; warmed up first, every round is timed at the cap's steady state
 WARM_S = float(os.environ.get("BENCH_WARM_S", "2"))
-# milliseconds of calls per implementation per round: the power controller swings the clock over ~1 s at the cap (s24a:
-# rounds of 100 ms spread 11-15 % at 8192^3), so longer rounds average over its swings
-ROUND_MS = float(os.environ.get("BENCH_ROUND_MS", "100"))
+# milliseconds of calls per implementation per round: the power controller swings the clock over ~1 s at the cap, so
+# rounds of 1 s average over its swings (s24c, H100: the rounds' spread 0-4 % at 4096^3 and 8192^3, against 11-15 % at
+# 8192^3 in rounds of 100 ms, s24a)
+ROUND_MS = float(os.environ.get("BENCH_ROUND_MS", "1000"))
 # BENCH_GEMM_COMPARE=fwd: the best tilec tiles also under their schedule's variants (persistent -> persistent-fwd),
 # timed in the same interleaved rounds: an A/B of a pass config on the kernel the sweep chose
 COMPARE = [c for c in os.environ.get("BENCH_GEMM_COMPARE", "").split(",") if c]
