@@ -24,6 +24,7 @@ from tilec.dialects.tile.layout import Mode
 from tilec.dialects.tile.shared_layout import START_MASK
 
 from tilec.passes.layouts import wgmma_register_a_layout
+from tilec.passes.loop_stages import READERS
 
 from .context import Lowerer
 from .copy import barrier, scratch_view, transfer
@@ -113,6 +114,42 @@ def _after_first_iteration(L: Lowerer, op: tile.GemmOp) -> SSAValue:
     return L.emit(arith.CmpiOp(L.ssa(L.val(loop.induction_var)), L.ssa(L.val(loop.lb)), "ne")).results[0]
 
 
+def _written_by_tma_only(op: tile.GemmOp) -> bool:
+    """Whether every shared tile the gemm reads is written only by TMA loads (`T.tma_copy` of a
+    hand-written producer, waited for on an mbarrier): then no thread's generic-proxy write needs a
+    proxy fence and a barrier before the wgmma reads it (TileLang's barrierpipe, once per k step)."""
+
+    def only_tma(value: SSAValue) -> bool:
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, tile.RegionOp | tile.StageOp):
+                if not only_tma(user.result):
+                    return False
+            elif not (isinstance(user, tile.TmaLoadOp) and use.index == 1 or isinstance(user, tile.AnnotateLayoutOp)
+                      or use.index in READERS.get(type(user), ())):
+                return False
+        return True
+
+    roots = []
+    for value in (op.a, op.b):
+        if value.type.scope != "shared":
+            continue  # wgmma's register A
+        while isinstance(value.owner, tile.RegionOp | tile.StageOp):
+            value = value.owner.source
+        if not isinstance(value.owner, tile.AllocOp):
+            return False
+        roots.append(value)
+    return bool(roots) and any(isinstance(use.operation, tile.TmaLoadOp) for r in roots for use in _all_uses(r)) \
+        and all(only_tma(r) for r in roots)
+
+
+def _all_uses(value: SSAValue):
+    for use in value.uses:
+        yield use
+        if isinstance(use.operation, tile.RegionOp | tile.StageOp):
+            yield from _all_uses(use.operation.result)
+
+
 def _register_a(L: Lowerer, a: View, m: int, k: int) -> list[list[SSAValue]]:
     """The RS form's A operands: per m64 block r and k16 step s, `!llvm.struct<(i32 x 4)>` whose
     register j packs the pair of slots r (k/2) + 8 s + 2 j, + 1 of the register-A layout (element
@@ -166,11 +203,13 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
     reps = m // 64 // groups
     per_thread = n // 2
     in_flight = op.in_flight
-    if in_flight is None:  # operands written by the threads (generic proxy): fence, then all of them
+    if in_flight is None and not _written_by_tma_only(op):
+        # operands written by the threads (generic proxy): fence, then all of them
         L.emit(nvvm.FenceProxyOp.create(properties={"kind": nvvm.ProxyKindAttr(nvvm.ProxyKind.ASYNC_SHARED),
                                                     "space": nvvm.SharedSpaceAttr(nvvm.SharedSpace.CTA)}))
         barrier(L)
-    # else tile-warp-specialize's operands: written by TMA (the async proxy) and waited for on an mbarrier
+    # else operands written by TMA (the async proxy) and waited for on an mbarrier: tile-warp-specialize's, or a
+    # hand-written producer's T.tma_copy into tiles nothing else writes
     group_row = L.mul(L.coord(Mode(groups, "t", 128)), m // groups)
     eb = tile.element_bytes(b.element_type)  # 2 (f16 / bf16) or 1 (fp8)
     k_step = 32 // eb  # one wgmma reads 32 bytes of K: k16 of 16-bit types, k32 of fp8

@@ -162,6 +162,44 @@ def test_a_ws_consumer_mma_gemm_of_stage_views_fences_its_reads_before_the_relea
     assert consumer.rindex("ldmatrix") < fence < consumer.index("mbarrier.arrive.shared")
 
 
+def test_a_wgmma_of_tiles_only_tma_writes_needs_no_proxy_fence_or_barrier():
+    """The consumer's wgmma reads stage views that only T.tma_copy writes (the async proxy, waited for on
+    the stage's mbarrier): no fence.proxy.async and no barrier of the consumer warps before it, as
+    TileLang emits none (before, both came once per k step). The loop's gemm is the only wgmma;
+    the kernel's one fence is the mbarriers' initialization."""
+    ptx = tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a").get_kernel_source()
+    loop = ptx[ptx.index("mbarrier.try_wait"):ptx.rindex("wgmma.wait_group")]
+    assert "wgmma.mma_async" in loop and "fence.proxy.async" not in loop and "bar.sync" not in loop
+
+
+def test_a_wgmma_of_a_tile_the_threads_also_write_keeps_its_fence():
+    """A tile the threads write too (T.copy of the accumulator's tile between the TMA loads) is read
+    after a proxy fence and a barrier, or the wgmma could read the generic writes unordered."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            B_s = T.alloc_shared((64, 64), T.float16)
+            C_l = T.alloc_fragment((64, 64), T.float32)
+            ready = T.alloc_barrier(arrive_count=128)
+            with T.ws(1):
+                T.tma_copy(A, A_s, barrier=ready)
+                T.barrier_arrive(ready)
+            with T.ws(0):
+                T.copy(B, B_s)
+                T.mbarrier_wait_parity(mbarrier=ready, parity=0)
+                T.gemm(A_s, B_s, C_l, clear_accum=True)
+                T.copy(C_l, C)
+
+    ptx = tilec.compile(main, out_idx=[-1], target="sm_90a").get_kernel_source()
+    before = ptx[:ptx.index("wgmma.mma_async")]
+    assert "fence.proxy.async.shared::cta" in before[before.rindex("mbarrier.try_wait"):]
+    a, b = _operands(64, 64, 64)
+    np.testing.assert_allclose(tilec.compile(main, out_idx=[-1], target="sim")(a, b),
+                               a.astype(np.float32) @ b.astype(np.float32), atol=0.05, rtol=0.01)
+
+
 def test_a_ws_consumer_copy_of_a_stage_view_fences_its_reads_before_the_release():
     ptx = tilec.compile(ws_copy_staged(128, 192), out_idx=[-1], target="sm_90a").get_kernel_source()
     consumer = ptx[ptx.rindex("mbarrier.try_wait"):]
@@ -303,7 +341,9 @@ def test_a_ws_kernel_whose_barriers_deadlock_is_a_located_error_on_the_interpret
     a = np.zeros((64, 64), np.float16)
     with pytest.raises(tilec.TilecError, match="deadlock: this mbarrier wait can never pass") as e:
         tilec.compile(ws_deadlock(), out_idx=[-1], target="interp")(a)
-    line = next(i for i, text in enumerate(open(__file__), 1) if "T.barrier_wait(ready, 0)" in text and i > 240)
+    lines = open(__file__).read().splitlines()
+    start = next(i for i, text in enumerate(lines) if text.startswith("def ws_deadlock"))
+    line = next(i for i in range(start, len(lines)) if "T.barrier_wait(ready, 0)" in lines[i]) + 1
     assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
 
 
