@@ -52,17 +52,9 @@ def _plain_shared(value) -> tile.AllocOp | None:
     alloc = value.owner
     if not isinstance(alloc, tile.AllocOp) or alloc.result.type.scope != "shared":
         return None
-    if _annotation(alloc) is not None:
+    if alloc.annotated_swizzle is not None:
         return None
     return alloc
-
-
-def _annotation(alloc: tile.AllocOp) -> int | None:
-    """The swizzle bytes `T.annotate_layout` fixed for `alloc` (None: it has none)."""
-    for use in alloc.result.uses:
-        if isinstance(use.operation, tile.AnnotateLayoutOp):
-            return use.operation.layout.bytes
-    return None
 
 
 def _wgmma_shared(value, k_major: bool, element_bytes: int) -> tuple[tile.AllocOp, dict] | None:
@@ -90,8 +82,7 @@ def _wgmma_shared(value, k_major: bool, element_bytes: int) -> tuple[tile.AllocO
     layout = _row_layout(alloc.result.type.shape[-1], element_bytes)
     if layout is None:
         return None
-    annotated = _annotation(alloc)
-    if annotated is not None and annotated != layout["swizzle"]:
+    if alloc.annotated_swizzle not in (None, layout["swizzle"]):
         return None
     atom = layout["swizzle"] // element_bytes  # columns of one swizzle atom's row
     col_step = 32 // element_bytes if k_major else atom

@@ -90,10 +90,17 @@ class AllocOp(IRDLOperation):
         `tile.annotate_layout`'s, else its `swizzle`; none unless it is whole 128-byte groups."""
         if not swizzles_whole(self.nbytes):
             return 0
+        if (annotated := self.annotated_swizzle) is not None:
+            return annotated
+        return self.swizzle.value.data if self.swizzle is not None else 0
+
+    @property
+    def annotated_swizzle(self) -> int | None:
+        """Bytes of the swizzle `tile.annotate_layout` fixes for this buffer (None: no annotation)."""
         for use in self.result.uses:
             if isinstance(use.operation, AnnotateLayoutOp):
                 return use.operation.layout.bytes
-        return self.swizzle.value.data if self.swizzle is not None else 0
+        return None
 
     @property
     def chunk_columns(self) -> int:

@@ -23,6 +23,7 @@ from tilec.dialects import nvvm, tile
 from tilec.dialects.tile.layout import Mode
 from tilec.dialects.tile.shared_layout import START_MASK
 
+from tilec.passes.analysis import root_alloc
 from tilec.passes.layouts import wgmma_register_a_layout
 from tilec.passes.loop_stages import READERS
 
@@ -118,36 +119,22 @@ def _written_by_tma_only(op: tile.GemmOp) -> bool:
     """Whether every shared tile the gemm reads is written only by TMA loads (`T.tma_copy` of a
     hand-written producer, waited for on an mbarrier): then no thread's generic-proxy write needs a
     proxy fence and a barrier before the wgmma reads it (TileLang's barrierpipe, once per k step)."""
-
-    def only_tma(value: SSAValue) -> bool:
-        for use in value.uses:
-            user = use.operation
-            if isinstance(user, tile.RegionOp | tile.StageOp):
-                if not only_tma(user.result):
-                    return False
-            elif not (isinstance(user, tile.TmaLoadOp) and use.index == 1 or isinstance(user, tile.AnnotateLayoutOp)
-                      or use.index in READERS.get(type(user), ())):
-                return False
-        return True
-
-    roots = []
-    for value in (op.a, op.b):
-        if value.type.scope != "shared":
-            continue  # wgmma's register A
-        while isinstance(value.owner, tile.RegionOp | tile.StageOp):
-            value = value.owner.source
-        if not isinstance(value.owner, tile.AllocOp):
-            return False
-        roots.append(value)
-    return bool(roots) and any(isinstance(use.operation, tile.TmaLoadOp) for r in roots for use in _all_uses(r)) \
-        and all(only_tma(r) for r in roots)
+    roots = [root_alloc(v) for v in (op.a, op.b) if v.type.scope == "shared"]  # (not wgmma's register A)
+    if not roots or None in roots:
+        return False
+    uses = [use for r in roots for use in _through_views(r.result)]
+    tma = [use for use in uses if isinstance(use.operation, tile.TmaLoadOp) and use.index == 1]
+    return bool(tma) and all(use in tma or isinstance(use.operation, tile.AnnotateLayoutOp)
+                             or use.index in READERS.get(type(use.operation), ()) for use in uses)
 
 
-def _all_uses(value: SSAValue):
+def _through_views(value: SSAValue):
+    """The uses of a tile, those of its regions and stages standing for theirs."""
     for use in value.uses:
-        yield use
         if isinstance(use.operation, tile.RegionOp | tile.StageOp):
-            yield from _all_uses(use.operation.result)
+            yield from _through_views(use.operation.result)
+        else:
+            yield use
 
 
 def _register_a(L: Lowerer, a: View, m: int, k: int) -> list[list[SSAValue]]:
