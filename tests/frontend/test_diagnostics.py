@@ -532,6 +532,28 @@ def swizzle_bytes_invalid():
     build_prim_func(main)
 
 
+@case("make_swizzled_layout: allow_pad is TileLang's flag (a bool), got 'no'", hint="pass True or False")
+def swizzled_layout_allow_pad_not_a_flag():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64, 64), T.float16)
+            T.annotate_layout({s: make_swizzled_layout(s, True, "no")})  # ERR
+
+    build_prim_func(main)
+
+
+@case("make_half_bank_swizzled_layout needs a shared buffer, got fragment")
+def bank_swizzled_layout_of_a_fragment():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=64) as bx:
+            f = T.alloc_fragment((64, 64), T.float16)
+            T.annotate_layout({f: tilec.layout.make_half_bank_swizzled_layout(f)})  # ERR
+
+    build_prim_func(main)
+
+
 @case(
     "condition",
 )
