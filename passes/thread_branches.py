@@ -14,11 +14,11 @@ their running at the same time. Such a branch:
 - holds no code that uses the thread index (each thread of a side would compute something else)
   and no synchronization between roles (mbarriers, TMA loads on them, named barriers: a producer
   and a consumer written by hand wait for each other, and run one after the other they would wait
-  forever), no element atomics outside T.Parallel (one per thread of the side), no per-thread
-  state the side leaves behind (a T.alloc_var or local buffer from outside the branch written, a
-  fragment element written outside T.Parallel), no thread branch it could not run itself (inner
-  branches go first), and stands in no warp-specialized role (T.ws: its threads are not the
-  kernel's).
+  forever), no element atomics outside T.Parallel and no raw cp.async (one per thread of the
+  side), no per-thread state the side leaves behind (a T.alloc_var or local buffer from outside
+  the branch written, a fragment element written outside T.Parallel), no thread branch it could
+  not run itself (inner branches go first), and stands in no warp-specialized role (T.ws: its
+  threads are not the kernel's).
 
 Other whole-tile work under a thread branch is a located error (warp-specialized roles are
 written with `T.ws`, which tilec lowers as such).
@@ -38,7 +38,7 @@ from .analysis import root_alloc
 __all__ = ["check_thread_branches", "sequentialize"]
 
 _PROTOCOL = (tile.MBarrierArriveOp, tile.MBarrierWaitParityOp, tile.MBarrierExpectTxOp, tile.TmaLoadOp,
-             tile.WarpSpecializeOp, tile.ConsumerGroupOp, tile.WaitTurnOp, tile.PassTurnOp)
+             tile.CpAsyncArriveOp, tile.WarpSpecializeOp, tile.ConsumerGroupOp, tile.WaitTurnOp, tile.PassTurnOp)
 
 
 def _on_thread_index(value: SSAValue, depth: int = 0) -> bool:
@@ -151,7 +151,7 @@ def _sequential_blocker(branch: scf.IfOp) -> Operation | None:
             continue
         if isinstance(inner, _PROTOCOL) or (isinstance(inner, tile.BarrierOp) and inner.barrier_id is not None):
             return inner
-        if isinstance(inner, tile.AtomicOp) and not _inside_parallel(inner, branch):
+        if isinstance(inner, tile.AtomicOp | tile.CpAsyncOp) and not _inside_parallel(inner, branch):
             return inner
         if isinstance(inner, scf.IfOp) and _on_thread_index(inner.cond):
             return inner

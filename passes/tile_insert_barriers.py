@@ -6,7 +6,9 @@ Establishes: in each straight-line sequence of a `tile.kernel` (its body,
   `tile.for` bodies, `scf.if` branches outside `tile.parallel`), a barrier sits
   between a write of a shared buffer and any later read or write of it, and
   between a read and a later write (RAW, WAW, WAR), also across loop
-  iterations (a barrier before the loop's terminator) and into / out of loops.
+  iterations (a barrier before the loop's terminator) and into / out of loops;
+  a thread's raw cp.async (`tile.cp_async`) writes when it lands, so it gets a
+  barrier after earlier accesses and before later reads, none before another.
 Fails: never.
 
 A barrier is never put where only some threads run: inside an `scf.if` whose condition may
@@ -92,19 +94,23 @@ def _alias(a: SSAValue, b: SSAValue) -> bool:
 
 @dataclass
 class Accesses:
-    """The shared buffers (root values) read and written by some ops."""
+    """The shared buffers (root values) read and written by some ops, and written by threads' raw
+    cp.asyncs (`async_writes`): a barrier orders what came before such a write ahead of it, but not
+    the write itself, which lands at its thread's wait; the barrier before a later read (after
+    that wait) shows every thread's copies. Two such writes need no barrier between them."""
 
     reads: set[SSAValue] = field(default_factory=set)
     writes: set[SSAValue] = field(default_factory=set)
+    async_writes: set[SSAValue] = field(default_factory=set)
 
     def __or__(self, other: Accesses) -> Accesses:
-        return Accesses(self.reads | other.reads, self.writes | other.writes)
+        return Accesses(self.reads | other.reads, self.writes | other.writes, self.async_writes | other.async_writes)
 
     def conflicts(self, later: Accesses) -> bool:
         """Whether `later` after `self` needs a barrier between (RAW, WAW, WAR)."""
-        return _meets(self.writes, later.reads | later.writes) or _meets(
-            self.reads, later.writes
-        )
+        later_writes = later.writes | later.async_writes
+        return _meets(self.writes, later.reads | later_writes) or _meets(self.reads, later_writes) or \
+            _meets(self.async_writes, later.reads)
 
 
 def _meets(xs: set[SSAValue], ys: set[SSAValue]) -> bool:
@@ -127,6 +133,8 @@ def op_accesses(op: Operation) -> Accesses:
         if get is not None:
             reads, writes = get(inner)
             total = total | Accesses(_shared(reads), _shared(writes))
+        elif isinstance(inner, tile.CpAsyncOp):
+            total = total | Accesses(async_writes=_shared((inner.dst,)))
     return total
 
 

@@ -2,10 +2,11 @@
 
 Requires: nothing (runs on the frontend's tile IR).
 Establishes: `in_bounds` (a unit property) on each `tile.region` of a global
-  tensor, and each `tile.load` / `tile.store` / indexed `tile.atomic` on one,
-  whose every element lies inside the tensor's static shape.  Unmarked ones
-  keep the semantics of `dialects/tile.py` (out-of-range elements are neither
-  read nor written): the lowering predicates them ("predicated tails").
+  tensor, and each `tile.load` / `tile.store` / indexed `tile.atomic` /
+  `tile.cp_async` on one, whose every element lies inside the tensor's static
+  shape.  Unmarked ones keep the semantics of `dialects/tile.py` (out-of-range
+  elements are neither read nor written): the lowering predicates them
+  ("predicated tails").
 Fails: never; what it cannot prove stays unmarked.
 
 Proof, per dimension d: the offset (or index) has a range [lo, hi] from
@@ -147,8 +148,9 @@ def _region_in_bounds(op: tile.RegionOp) -> bool:
     )
 
 
-def _element_access(op: Operation) -> tuple[SSAValue, Sequence[SSAValue]] | None:
-    """The global tile and indices of a one-element access, or None."""
+def _element_access(op: Operation) -> tuple[SSAValue, Sequence[SSAValue], list[int]] | None:
+    """The global tile, indices and extents of an access of one element (or of a raw cp.async's
+    run along the last dim), or None."""
     if isinstance(op, tile.LoadOp):
         tile_value, indices = op.source, op.indices
     elif isinstance(op, tile.StoreOp | tile.AtomicOp):
@@ -156,20 +158,20 @@ def _element_access(op: Operation) -> tuple[SSAValue, Sequence[SSAValue]] | None
             op.dst if isinstance(op, tile.AtomicOp) else op.dest,
             op.indices,
         )
+    elif isinstance(op, tile.CpAsyncOp):
+        return op.src, op.src_indices, op.extents
     else:
         return None
     if _global_shape(tile_value) is None or not indices:
         return None
-    return tile_value, indices
+    return tile_value, indices, [1] * len(indices)
 
 
 def _access_in_bounds(op: Operation, kernel: tile.KernelOp) -> bool:
-    tile_value, indices = _element_access(op)
+    tile_value, indices, extents = _element_access(op)
     shape = _global_shape(tile_value)
     facts = _guard_facts(op, kernel)
-    return _window_in_bounds(
-        shape, indices, [1] * len(shape), facts
-    ) and _source_in_bounds(tile_value)
+    return _window_in_bounds(shape, indices, extents, facts) and _source_in_bounds(tile_value)
 
 
 def legalize_kernel(kernel: tile.KernelOp) -> None:

@@ -76,6 +76,7 @@ from .memory import (
     StoreOp,
 )
 from .pointers import ALIGNED_SIZES, MakeTensorOp, built_from_pointer, size_multiple, tensor_root
+from .raw_copy import CP_ASYNC_BYTES, CpAsyncArriveOp, CpAsyncOp
 from .parallel_body import (
     block_level_name,
     missing_loop_dims,
@@ -166,6 +167,8 @@ Tile = Dialect(
         BarrierOp,
         AsyncCommitOp,
         AsyncWaitOp,
+        CpAsyncOp,
+        CpAsyncArriveOp,
         AllocBarrierOp,
         MBarrierArriveOp,
         MBarrierWaitParityOp,
@@ -223,6 +226,9 @@ __all__ = [
     "BarrierOp",
     "BufferType",
     "ConsumerGroupOp",
+    "CP_ASYNC_BYTES",
+    "CpAsyncArriveOp",
+    "CpAsyncOp",
     "consumer_split",
     "PassTurnOp",
     "WaitTurnOp",

@@ -11,10 +11,11 @@
     copy        copy and fill      reduce    reductions      scan     scans and atomics
     gemm        gemm dispatch      gemm_simt / gemm_mma / gemm_wgmma: the three back ends
     sync        mbarriers, TMA loads, warp-specialized regions, waits for asynchronous gemms
+    raw_copy    TileLang's raw per-thread cp.async and its mbarrier arrival
     turns       the warpgroups' turns at the tensor cores (named barriers 5 + w)
 """
 
-from . import buffers, control, copy, elements, gemm, sync  # noqa: F401  (handlers register on import; reduce, scan, turns: registry.LAZY)
+from . import buffers, control, copy, elements, gemm, sync  # noqa: F401  (handlers register on import; reduce, scan, turns, raw_copy: registry.LAZY)
 from .convert import SMEM, SMEM_ALIGN, ConvertTileToThreadPass, lower_kernel_func
 
 SCALAR_PARAMS = True

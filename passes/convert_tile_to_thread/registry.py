@@ -29,6 +29,7 @@ ELEMENT: dict[type[Operation], Element] = {}
 LAZY: dict[type[Operation], str] = {
     tile.ReduceOp: "reduce", tile.CumsumOp: "scan", tile.CummaxOp: "scan",
     tile.WarpgroupWaitTurnOp: "turns", tile.WarpgroupPassTurnOp: "turns",
+    tile.CpAsyncOp: "raw_copy", tile.CpAsyncArriveOp: "raw_copy",
 }
 """Op → the module of its family's handlers, imported at the first such op (a gemm has none:
 where bytecode is not cached, their source is not compiled)."""

@@ -26,7 +26,7 @@ from xdsl.ir import Block
 
 from tilec.errors import error_at
 
-from . import pointers, scalar_ops, tile_ops, warp_roles
+from . import pointers, scalar_ops, threads, tile_ops, warp_roles
 from .values import Tile, numpy_dtype, uniform
 
 
@@ -52,8 +52,8 @@ def _copy_group(op, c):
     return None  # cp.async groups: the interpreter's copies are done when issued
 
 
-HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **warp_roles.HANDLERS, MakeTensorOp: _make_tensor,
-            AsyncCommitOp: _copy_group, AsyncWaitOp: _copy_group}
+HANDLERS = {**scalar_ops.HANDLERS, **tile_ops.HANDLERS, **threads.HANDLERS, **warp_roles.HANDLERS,
+            MakeTensorOp: _make_tensor, AsyncCommitOp: _copy_group, AsyncWaitOp: _copy_group}
 
 Runner = Callable[["State"], None]
 

@@ -7,7 +7,8 @@ shaped to broadcast over the iteration space (`(4, 1)` and `(1, 512)` for `[4, 5
 no-ops: the block runs in lockstep, one tile op at a time.
 
 Whole-tile ops (copy, gemm, fill, reduce, scans, tile-form atomics) run once per block and
-must not sit under a per-element condition.
+must not sit under a per-element condition. Per-thread code (the thread index, raw cp.async)
+runs on the block's threads as lanes: threads.py.
 """
 
 from __future__ import annotations
@@ -338,11 +339,6 @@ def _alloc_barrier(op, c):
     return run
 
 
-def _thread_id(op, c):
-    raise error_at(op, "T.get_thread_binding is not supported on the interpreter",
-                   hint="the interpreter runs a block as whole tiles, not as threads; use target='cuda'")
-
-
 def _print(op, c):
     values, msg = tuple(op.values), op.msg.data
 
@@ -375,5 +371,5 @@ HANDLERS = {
     tile.CumsumOp: _scan(np.cumsum), tile.CummaxOp: _scan(np.maximum.accumulate), tile.AtomicOp: _atomic,
     tile.UseSwizzleOp: _no_op, tile.AnnotateLayoutOp: _no_op, tile.BarrierOp: _no_op,
     tile.AllocBarrierOp: _alloc_barrier, tile.MBarrierArriveOp: _no_op, tile.MBarrierWaitParityOp: _no_op,
-    tile.ThreadIdOp: _thread_id, tile.PrintOp: _print, tile.DeviceAssertOp: _device_assert,
+    tile.PrintOp: _print, tile.DeviceAssertOp: _device_assert,
 }

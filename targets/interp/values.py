@@ -180,6 +180,10 @@ class Tile:
         return self.base[clip[0]], np.broadcast_to(values, self.shape)[clip[1]]
 
 
+_VERBS = {"tile.store": "writes", "tile.cp_async": "writes", "tile.atomic": "updates"}
+"""What an element access out of a buffer's range does, by op (the others read)."""
+
+
 def _locate(tile: Tile, indices: Sequence, mask, op):
     """Full indices into `tile.base` and the lanes that may touch it (None: all).
 
@@ -197,7 +201,7 @@ def _locate(tile: Tile, indices: Sequence, mask, op):
             if np.any(bad):
                 shape = np.broadcast_shapes(np.shape(idx), np.shape(bad))
                 got = np.broadcast_to(idx, shape)[np.broadcast_to(bad, shape)].flat[0]
-                verb = {"tile.store": "writes", "tile.atomic": "updates"}.get(op.name, "reads")
+                verb = _VERBS.get(op.name, "reads")
                 raise error_at(op, f"{op.name} {verb} out of range: index {int(got)} of dim {axis} is outside a "
                                    f"buffer of shape {tuple(bounds)}")
         valid = ok if valid is None else valid & ok

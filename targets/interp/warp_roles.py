@@ -259,6 +259,7 @@ def _no_op(op, c):
 
 HANDLERS = {
     tile.WarpSpecializeOp: _warp_specialize, tile.AllocBarrierOp: _alloc_barrier, tile.MBarrierArriveOp: _arrive,
+    tile.CpAsyncArriveOp: _arrive,  # the arrival once the thread's cp.asyncs landed: they land when issued here
     tile.MBarrierExpectTxOp: _expect_tx, tile.MBarrierWaitParityOp: _wait, tile.TmaLoadOp: _tma_load,
     tile.StageOp: _stage, tile.GemmWaitOp: _no_op,
 }

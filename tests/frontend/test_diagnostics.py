@@ -245,15 +245,68 @@ def unknown_language_name():
     build_prim_func(main)
 
 
-@case("T.ptx_cp_async is TileLang's raw per-thread cp.async, which tilec does not provide", hint="T.tma_copy")
+@case("T.sync_grid is a grid-wide barrier (a cooperative launch), which tilec does not launch",
+      hint="split the kernel in two")
 def tilelang_name_tilec_lacks():
     @T.prim_func
     def main(A: T.Tensor((64, 64), T.float16)):
         with T.Kernel(1, threads=128) as bx:
-            a = T.alloc_shared((64, 64), T.float16)
-            T.ptx_cp_async(a, A, 16)  # ERR
+            T.sync_grid()  # ERR
 
     build_prim_func(main)
+
+
+@case("T.ptx_cp_async copies 4, 8 or 16 bytes a thread: 6 elements of float16 are 12 bytes",
+      hint="num_elems = 2, 4, 8 for float16")
+def raw_cp_async_of_twelve_bytes():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((64, 64), T.float16)
+            tid = T.get_thread_binding()
+            T.ptx_cp_async(T.access_ptr(s[tid // 8, 0], "w", 6), T.access_ptr(A[tid // 8, 0], "r", 6), 6)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.ptx_cp_async copies from global to shared memory: its destination (first argument) x is a fragment buffer",
+      hint="T.alloc_shared")
+def raw_cp_async_into_a_fragment():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((64, 64), T.float16)
+            T.ptx_cp_async(T.access_ptr(x[0, 0], "w", 8), T.access_ptr(A[0, 0], "r", 8), 8)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.access_ptr takes a raw buffer pointer for foreign code", hint="only written as an operand of T.ptx_cp_async")
+def access_ptr_outside_cp_async():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            p = T.access_ptr(A[0, 0], "r", 8)  # ERR
+
+    build_prim_func(main)
+
+
+@case("T.ptx_cp_async: cannot prove that the shared destination (its 128-byte swizzle) starts on a 16-byte boundary",
+      hint="a multiple of 8")
+def raw_cp_async_at_an_unaligned_column():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((64, 64), T.float16)
+            T.annotate_layout({s: make_swizzled_layout(s)})
+            tid = T.get_thread_binding()
+            T.ptx_cp_async(T.access_ptr(s[tid // 8, (tid % 8) * 4], "w", 8),  # ERR
+                           T.access_ptr(A[tid // 8, (tid % 8) * 8], "r", 8), 8)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.copy(s, B)
+
+    tilec.compile(main, target="sm_90a")
 
 
 @case("T.tcgen05_gemm is a Blackwell (sm_100) feature: tilec targets sm_80 and sm_90a", hint="wgmma")

@@ -310,3 +310,35 @@ func.func @divergent_loop_bound(%Y: !tile.tensor<64xi32>) {
   }
   func.return
 }
+
+// Raw cp.asyncs write when they land, at the threads' wait: none needs a barrier before the next
+// one (the loop's iterations), a barrier after the wait shows them all to the later copy out, and
+// a barrier before them orders the earlier fill (written by other threads) ahead of them.
+// CHECK-LABEL: func.func @raw_cp_async
+// CHECK:       tile.fill
+// CHECK-NEXT:  tile.barrier
+// CHECK-NEXT:  tile.for
+// CHECK-NEXT:    tile.cp_async
+// CHECK-NEXT:  }
+// CHECK-NEXT:  tile.async_commit
+// CHECK-NEXT:  tile.async_wait
+// CHECK-NEXT:  tile.barrier
+// CHECK-NEXT:  tile.copy
+func.func @raw_cp_async(%A: !tile.tensor<64x64xf16>, %B: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %zero = arith.constant 0.0 : f16
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    tile.fill %s, %zero : !tile.buffer<64x64xf16, shared>, f16
+    tile.for %r = %c0 to %c4 step %c1 {
+      tile.cp_async %A[%r, %c0], %s[%r, %c0] {elements = 8 : i64} : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, shared>
+    }
+    tile.async_commit
+    tile.async_wait {pending = 0 : i64}
+    tile.copy %s, %B : !tile.buffer<64x64xf16, shared>, !tile.tensor<64x64xf16>
+  }
+  func.return
+}

@@ -288,3 +288,40 @@ func.func @load_through_region(%A: !tile.tensor<256xf32>) {
   }
   func.return
 }
+
+// A raw cp.async's run of 8 elements from column (t % 8) * 8 <= 56 ends at 64, in row t // 8 <= 15:
+// in bounds.
+// CHECK-LABEL: func.func @cp_async_run
+// CHECK:       tile.cp_async %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] {elements = 8 : i64, in_bounds}
+func.func @cp_async_run(%A: !tile.tensor<16x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %t = tile.thread_id
+    %c8 = arith.constant 8 : index
+    %row = arith.floordivsi %t, %c8 : index
+    %q = arith.remsi %t, %c8 : index
+    %col = arith.muli %q, %c8 : index
+    %s = tile.alloc : !tile.buffer<16x64xf16, shared>
+    tile.cp_async %A[%row, %col], %s[%row, %col] {elements = 8 : i64} : !tile.tensor<16x64xf16>, !tile.buffer<16x64xf16, shared>
+  }
+  func.return
+}
+
+// The same run from column (t % 8) * 8 + 4 would end at 68, past the tensor's 64 columns.
+// CHECK-LABEL: func.func @negative_cp_async_run_past_the_row
+// CHECK-NOT:   in_bounds
+func.func @negative_cp_async_run_past_the_row(%A: !tile.tensor<16x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %t = tile.thread_id
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %row = arith.floordivsi %t, %c8 : index
+    %q = arith.remsi %t, %c8 : index
+    %c = arith.muli %q, %c8 : index
+    %col = arith.addi %c, %c4 : index
+    %s = tile.alloc : !tile.buffer<16x72xf16, shared>
+    tile.cp_async %A[%row, %col], %s[%row, %c] {elements = 8 : i64} : !tile.tensor<16x64xf16>, !tile.buffer<16x72xf16, shared>
+  }
+  func.return
+}

@@ -593,8 +593,11 @@ class KernelVisitor(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call):
         func = self.visit(node.func)
-        if calls.builtin_name(func) == "if_then_else" and len(node.args) == 3 and not node.keywords:
+        name = calls.builtin_name(func)
+        if name == "if_then_else" and len(node.args) == 3 and not node.keywords:
             return lazy_select.if_then_else(self, node, func)
+        if name == "ptx_cp_async":  # its operands are T.access_ptr(...) of the elements copied
+            return calls.call(self, node, func, *calls.pointer_arguments(self, node))
         return calls.call(self, node, func, *self._arguments(node))
 
     def _arguments(self, call: ast.Call) -> tuple[list, dict]:

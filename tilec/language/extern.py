@@ -1,7 +1,8 @@
 """TileLang names that build TVM TIR directly or splice in foreign CUDA source: `T.import_source`,
 `T.call_extern`, `T.attr` with `T.comm_reducer` / `T.tvm_thread_allreduce`, `T.evaluate`,
 `T.access_ptr`, `T.address_of`. They are out of tilec's scope (issue 11, item 6: tilec does not
-emulate TVM and compiles no inline CUDA); inside a kernel each is a located error naming it."""
+emulate TVM and compiles no inline CUDA); inside a kernel each is a located error naming it, but
+`T.access_ptr(...)` written as an operand of `T.ptx_cp_async`, which names the element copied."""
 
 from __future__ import annotations
 
@@ -39,8 +40,16 @@ def evaluate(*args, **kwargs):
 
 
 @builtin
-def access_ptr(*args, **kwargs):
-    """TileLang: a raw pointer to a buffer, for `T.call_extern`. Refused by tilec."""
+def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
+    """TileLang: a raw pointer to element `base` of a buffer (`A[i, j]`; a region or a whole
+    buffer: its first element), for foreign code. tilec accepts it only written as an operand of
+    `T.ptx_cp_async` (refused anywhere else), where it names the element the copy starts at:
+
+    - `access_type`: "r", "w", "rw" (or 1, 2, 3), as TileLang checks it;
+    - `offset`: more elements along a 1-D buffer; `ignore_last_ndim`: the last dims start at 0;
+    - `extents` / `extent`: how far the pointer reaches, which tilec does not need (the copy's
+      `num_elems` says what it copies).
+    """
 
 
 @builtin

@@ -1210,3 +1210,87 @@ func.func @warp_specialize_copying_producer_of_one_thread(%A: !tile.tensor<64x64
   }
   func.return
 }
+
+// -----
+
+// tile.cp_async: one cp.async moves 4, 8 or 16 bytes.
+func.func @cp_async_of_six_bytes(%A: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.cp_async: copies 4, 8 or 16 bytes, got 3 elements of f16}}
+    tile.cp_async %A[%c0, %c0], %s[%c0, %c0] {elements = 3 : i64} : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cp_async: the destination is shared memory.
+func.func @cp_async_into_a_fragment(%A: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %f = tile.alloc : !tile.buffer<64x64xf16, fragment>
+    // expected-error@+1 {{tile.cp_async: the destination is a shared buffer, got a fragment one}}
+    tile.cp_async %A[%c0, %c0], %f[%c0, %c0] {elements = 8 : i64} : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, fragment>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cp_async: a run never crosses the end of a row of the destination.
+func.func @cp_async_rows_of_partial_runs(%A: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %s = tile.alloc : !tile.buffer<64x12xf16, shared>
+    // expected-error@+1 {{tile.cp_async: the destination's rows of 12 elements do not hold whole runs of 8}}
+    tile.cp_async %A[%c0, %c0], %s[%c0, %c0] {elements = 8 : i64} : !tile.tensor<64x64xf16>, !tile.buffer<64x12xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cp_async: in_bounds claims the whole run inside the tensor.
+func.func @cp_async_in_bounds_past_the_row(%A: !tile.tensor<64x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %c60 = arith.constant 60 : index
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.cp_async: in_bounds, but [60, 68) of dim 1 leaves the tensor's 64}}
+    tile.cp_async %A[%c0, %c60], %s[%c0, %c0] {elements = 8 : i64, in_bounds} : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, shared>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cp_async_arrive: an array of mbarriers needs an index.
+func.func @cp_async_arrive_on_an_array() {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %b = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier<2>
+    // expected-error@+1 {{tile.cp_async_arrive: an array of 2 mbarriers needs an index (b[i])}}
+    tile.cp_async_arrive %b : !tile.mbarrier<2>
+  }
+  func.return
+}
+
+// -----
+
+// tile.cp_async: a copy keeps the element type.
+func.func @cp_async_between_element_types(%A: !tile.tensor<64x64xf32>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %c0 = arith.constant 0 : index
+    %s = tile.alloc : !tile.buffer<64x64xf16, shared>
+    // expected-error@+1 {{tile.cp_async: element types differ: f32 and f16}}
+    tile.cp_async %A[%c0, %c0], %s[%c0, %c0] {elements = 4 : i64} : !tile.tensor<64x64xf32>, !tile.buffer<64x64xf16, shared>
+  }
+  func.return
+}

@@ -218,6 +218,33 @@ func.func @annotations_and_sync(%O: !tile.tensor<2x256x4x64xf16>) {
   func.return
 }
 
+// TileLang's raw per-thread cp.async: a run of a global tensor into a shared buffer, with a
+// predicate and a proven-in-bounds source, and the arrival once the thread's copies landed.
+// CHECK-LABEL: func.func @raw_cp_async
+// CHECK:       tile.cp_async %{{.*}}[%[[R:.*]], %[[C:.*]]], %[[S:.*]][%[[R]], %[[C]]] {elements = 8 : i64} : !tile.tensor<16x64xf16>, !tile.buffer<16x64xf16, shared>
+// CHECK:       tile.cp_async %{{.*}}[%[[R]], %[[C]]], %[[S]][%[[R]], %[[C]]] if %{{.*}} {elements = 2 : i64, in_bounds} : !tile.tensor<16x64xf16>, !tile.buffer<16x64xf16, shared>
+// CHECK:       tile.cp_async_arrive %{{.*}}[%[[R]]] : !tile.mbarrier<2>
+// CHECK:       tile.cp_async_arrive %{{.*}} : !tile.mbarrier
+// GENERIC-LABEL: sym_name = "raw_cp_async"
+// GENERIC:     "tile.cp_async"(%{{.*}}) <{elements = 8 : i64, operandSegmentSizes = array<i32: 1, 2, 1, 2, 0>}>
+// GENERIC:     "tile.cp_async"(%{{.*}}) <{elements = 2 : i64, in_bounds, operandSegmentSizes = array<i32: 1, 2, 1, 2, 1>}>
+func.func @raw_cp_async(%A: !tile.tensor<16x64xf16>) {
+  %g = arith.constant 1 : index
+  tile.kernel (%bx) in (%g) threads [128, 1, 1] {
+    %r = arith.constant 1 : index
+    %c = arith.constant 8 : index
+    %p = arith.constant true
+    %s = tile.alloc : !tile.buffer<16x64xf16, shared>
+    tile.cp_async %A[%r, %c], %s[%r, %c] {elements = 8 : i64} : !tile.tensor<16x64xf16>, !tile.buffer<16x64xf16, shared>
+    tile.cp_async %A[%r, %c], %s[%r, %c] if %p {elements = 2 : i64, in_bounds} : !tile.tensor<16x64xf16>, !tile.buffer<16x64xf16, shared>
+    %bars = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier<2>
+    tile.cp_async_arrive %bars[%r] : !tile.mbarrier<2>
+    %b = tile.alloc_barrier {arrive_count = 128 : i64} : !tile.mbarrier
+    tile.cp_async_arrive %b : !tile.mbarrier
+  }
+  func.return
+}
+
 // Element types of tensors and buffers: every dtype of the surface.
 // CHECK-LABEL: func.func @element_types
 // CHECK-SAME:  !tile.tensor<8xf16>, %{{.*}}: !tile.tensor<8xbf16>, %{{.*}}: !tile.tensor<8xf32>, %{{.*}}: !tile.tensor<8xf64>

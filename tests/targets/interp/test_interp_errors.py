@@ -92,18 +92,26 @@ func.func @copy_dyn(%X: !tile.tensor<10xf32>, %Y: !tile.tensor<10xf32>) {
 """
 
 
-def test_thread_id_is_unsupported():
+def test_thread_index_inside_parallel_is_located():
+    """The interpreter runs the thread index as lanes of the block's threads, which T.Parallel's
+    own lanes cannot meet (tests/targets/interp/test_interp_threads.py)."""
     text = """
-func.func @tid(%X: !tile.tensor<8xf32>) {
+func.func @tid(%X: !tile.tensor<8xi32>) {
   %c1 = arith.constant 1 : index
   tile.kernel (%bx) in (%c1) threads [32, 1, 1] {
-    %t = tile.thread_id {dim = 0 : i64} loc("t.py":7:9)
+    %t = tile.thread_id {dim = 0 : i64}
+    tile.parallel (%i) in [8] {
+      %s = arith.addi %t, %i : index loc("t.py":7:9)
+      %v = arith.index_cast %s : index to i32
+      tile.store %v, %X[%i] : i32, !tile.tensor<8xi32>
+    }
   }
   func.return
 }
 """
-    with pytest.raises(TilecError, match=r"t\.py:7:9: error: T.get_thread_binding is not supported on the interpreter"):
-        run_text(text, np.zeros(8, np.float32))
+    with pytest.raises(TilecError, match=r"t\.py:7:9: error: the thread index \(T.get_thread_binding\) inside "
+                                         r"T.Parallel is not supported by the interpreter"):
+        run_text(text, np.zeros(8, np.int32))
 
 
 def test_buffer_index_out_of_range_is_located():

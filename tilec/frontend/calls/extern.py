@@ -22,6 +22,8 @@ _HINT = {
             "memory)",
     "comm_reducer": "reduce across threads with a fragment and T.reduce_sum / T.reduce_max",
     "tvm_thread_allreduce": "reduce across threads with a fragment and T.reduce_sum / T.reduce_max",
+    "access_ptr": "tilec takes T.access_ptr only written as an operand of T.ptx_cp_async: "
+                  "T.ptx_cp_async(T.access_ptr(S[i, j], \"w\", 8), T.access_ptr(A[k, j], \"r\", 8), 8)",
 }
 
 

@@ -82,10 +82,6 @@ _TILELANG_ONLY = {
                     ("TileLang's warp-specialization scheduling API, which tilec does not provide",
                      "tilec warp-specializes T.Pipelined gemm loops itself; a hand-written split is `with T.ws(0)` / "
                      "`with T.ws(1)` blocks or `if T.get_thread_binding() >= 128:`")),
-    **dict.fromkeys(("ptx_cp_async", "cp_async_barrier_noinc"),
-                    ("TileLang's raw per-thread cp.async, which tilec does not provide",
-                     "copy tiles with T.copy (in a T.Pipelined loop tilec issues cp.async or TMA for it) or "
-                     "T.tma_copy in a warp-specialized producer")),
     **dict.fromkeys(("Persistent", "PersistentTileScheduler"),
                     ("TileLang's persistent tile scheduler, which tilec does not provide",
                      "tilec makes a warp-specialized gemm kernel persistent itself: pass config tilec.persistent")),
