@@ -424,9 +424,9 @@ class WarpSpecializeOp(IRDLOperation):
                      f"{self.producer_regs.value.data} + {consumers} x {self.consumer_regs.value.data}), more than "
                      f"the block's {pool}: the consumers' setmaxnreg.inc would wait forever")
         if self.all_producer_threads is None:
-            _require(not any(op.name == "tile.copy" for op in self.producer.walk()),
-                     f"{self.name}: a producer region that copies (tile.copy) needs all_producer_threads: "
-                     f"its first thread alone runs it otherwise")
+            _require(not any(op.name in ("tile.copy", "tile.cp_async") for op in self.producer.walk()),
+                     f"{self.name}: a producer region that copies (tile.copy, tile.cp_async) needs "
+                     f"all_producer_threads: its first thread alone runs it otherwise")
 
     @property
     def groups(self) -> int:
@@ -465,6 +465,37 @@ class ConsumerGroupOp(IRDLOperation):
     def verify_(self) -> None:
         _require(consumer_split(self) is not None,
                  f"{self.name} must be inside the consumer region of a tile.warp_specialize")
+
+
+@irdl_op_definition
+class SetMaxNRegOp(IRDLOperation):
+    """The calling warpgroup's threads take (`increase`) or give back registers until each has
+    `count` (`setmaxnreg.inc` / `.dec`), inside a role of a `tile.warp_specialize` whose roles ask
+    for their own counts (TileLang's `T.set_max_nreg` in a hand-written role).
+
+    ```mlir
+    tile.warp_specialize producer {
+      tile.set_max_nreg {count = 40 : i64}
+    } consumer {
+      tile.set_max_nreg {count = 232 : i64, increase}
+    } {producer_threads = 128 : i64, all_producer_threads}
+    ```
+    """
+
+    name = "tile.set_max_nreg"
+    count = prop_def(IntegerAttr)
+    increase = opt_prop_def(UnitAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, count: int, increase: bool):
+        super().__init__(properties={"count": _i64(count), **({"increase": UnitAttr()} if increase else {})})
+
+    def verify_(self) -> None:
+        _require(self.count.value.data in REGISTER_COUNTS,
+                 f"{self.name}: count must be a multiple of 8 in [24, 256], got {self.count.value.data}")
+        _require(enclosing(self, WarpSpecializeOp) is not None,
+                 f"{self.name} must be inside a role of a tile.warp_specialize")
 
 
 class _TurnOp(IRDLOperation):

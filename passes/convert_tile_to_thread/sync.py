@@ -329,6 +329,12 @@ def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
         L.emit(scf.YieldOp())
 
 
+@uniform(tile.SetMaxNRegOp)
+def _set_max_nreg(L: Lowerer, op: tile.SetMaxNRegOp) -> None:
+    action = nvvm.SetMaxRegisterAction.INCREASE if op.increase is not None else nvvm.SetMaxRegisterAction.DECREASE
+    L.emit(_setmaxnreg(op.count.value.data, action))
+
+
 @contextmanager
 def _producer_threads(L: Lowerer, consumers: int, threads: int):
     """Inside: the producer's threads are the block's threads, numbered from 0 after the consumers'

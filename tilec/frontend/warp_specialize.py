@@ -70,8 +70,12 @@ PRODUCER_OPS = (tile.TmaLoadOp, tile.MBarrierExpectTxOp, tile.MBarrierArriveOp, 
 class WsState:
     """The role being built and the producer's barrier bookkeeping."""
 
-    role: str  # "producer" or "consumer"
+    role: str  # "producer" or "consumer"; "threads": a role of thread_roles.py, its code run by each thread
     pending: list = field(default_factory=list)  # [barrier, index, arrivals made by T.tma_copy] in the producer
+    base: int = 0  # ("threads") the kernel's index of the role's first thread
+    prologue: bool = False  # ("threads") building the kernel's statements before the roles
+    regs: tuple | None = None  # ("threads") the role's T.set_max_nreg count and its location
+    start_regs: int = 0  # ("threads") the registers each thread of the block starts with
 
 
 # ------------------------------------------------------------------ finding T.ws blocks

@@ -1201,7 +1201,7 @@ func.func @warp_specialize_copying_producer_of_one_thread(%A: !tile.tensor<64x64
   %g = arith.constant 1 : index
   tile.kernel (%bx) in (%g) threads [128, 1, 1] {
     %s = tile.alloc : !tile.buffer<64x64xf16, shared>
-    // expected-error@+1 {{tile.warp_specialize: a producer region that copies (tile.copy) needs all_producer_threads: its first thread alone runs it otherwise}}
+    // expected-error@+1 {{tile.warp_specialize: a producer region that copies (tile.copy, tile.cp_async) needs all_producer_threads: its first thread alone runs it otherwise}}
     tile.warp_specialize producer {
       tile.copy %A, %s {async} : !tile.tensor<64x64xf16>, !tile.buffer<64x64xf16, shared>
     } consumer {

@@ -38,7 +38,7 @@ def tma_copy(v, src, dst, barrier):
         copy(v, src, dst)  # lockstep code: a copy (tile-select-copy picks TMA where it can)
         return
     require_kernel(v, "T.tma_copy", whole_tiles=True)
-    if v.ws.role != "producer":
+    if v.ws.role not in ("producer", "threads"):
         raise v.b.error("T.tma_copy(..., barrier=b) is issued by the T.ws producer warpgroup, not the consumer")
     if not isinstance(barrier, BarrierRef):
         raise v.b.error(f"T.tma_copy: barrier= takes a barrier of T.alloc_barrier, got {describe_(barrier)}")
@@ -59,6 +59,11 @@ def tma_copy(v, src, dst, barrier):
         raise v.b.error("T.tma_copy cannot read a tensor of T.make_tensor: TMA needs a host-side descriptor of "
                         "the tensor, and its address is only known in the kernel",
                         hint="use T.copy (cp.async), or pass the tensor itself as a kernel parameter")
+    if v.ws.role == "threads":
+        from .. import thread_roles
+
+        thread_roles.tma_copy(v, barrier, s, target)
+        return
     v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes(target.type), barrier.index))
     v.b.emit(tile.TmaLoadOp(s, target, barrier.ssa, barrier.index))
     tma_arrival(v, barrier.ssa, barrier.index)

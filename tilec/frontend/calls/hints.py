@@ -19,6 +19,12 @@ def register_count(name: str, _arity: int):
     def handler(v, reg_count, is_inc=None):
         require_kernel(v, f"T.{name}")
         count = static_int(v, reg_count, "reg_count")
+        if v.ws is not None and v.ws.role == "threads" and name in ("set_max_nreg", "inc_max_nreg", "dec_max_nreg"):
+            from .. import thread_roles
+
+            increase = name == "inc_max_nreg" or name == "set_max_nreg" and bool(static_int(v, is_inc, "is_inc"))
+            thread_roles.set_max_nreg(v, count, increase)
+            return
         report(f"T.{name}({count}) is not applied: tilec emits setmaxnreg only in the warp-specialized kernels it "
                "builds itself (the kernel computes the same, with the registers ptxas assigns)", v.b.loc)
 

@@ -8,7 +8,7 @@ import inspect
 import tilec.language as T
 from tilec.dialects import tile
 
-from .. import warp_specialize
+from .. import thread_roles, warp_specialize
 from ..values import Scalar
 from .operands import describe_, dtype_of, require_kernel, static_int
 from .registry import handles
@@ -44,6 +44,8 @@ def kernel_call(v, **_):
 @handles("get_thread_binding")
 def thread_binding(v, dim):
     require_kernel(v, "T.get_thread_binding")
+    if v.ws is not None and v.ws.role == "threads" and static_int(v, dim, "dim") == 0:
+        return thread_roles.thread_index(v)  # the kernel's numbering, whatever warpgroup runs the role
     return Scalar(v.b.emit(tile.ThreadIdOp(static_int(v, dim, "dim"))).results[0])
 
 
@@ -99,8 +101,12 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
                             hint="a grid size counts blocks, e.g. T.ceildiv(N, block) with positive N and block")
     threads = _threads(v, bound.arguments["threads"])
     roles = None
-    body = warp_specialize.split_thread_roles(v, node.body, threads)  # `if tid >= 128:` roles as T.ws blocks
-    if warp_specialize.uses_ws(body):  # TileLang's T.ws blocks: the tile kernel has the consumer's threads
+    split = thread_roles.plan(v, node.body, threads)  # a chain of branches giving each warpgroup a role
+    if split is not None:
+        v.b.loc = v.loc_of(node)
+        threads = [thread_roles.WARPGROUP, 1, 1]
+    body = node.body if split is not None else warp_specialize.split_thread_roles(v, node.body, threads)
+    if split is None and warp_specialize.uses_ws(body):  # TileLang's T.ws blocks: the tile kernel has the consumer's threads
         roles = warp_specialize.plan_roles(v, body, threads)
         v.b.loc = v.loc_of(node)
         threads = [warp_specialize.WARPGROUP, 1, 1]
@@ -111,7 +117,9 @@ def emit_kernel(v, node, target, grid: list, kwargs: dict) -> None:
     try:
         with v.runtime_region(op.body.block, carried=False):
             _bind_block_indices(v, target, len(grid))
-            if roles is None:
+            if split is not None:
+                thread_roles.emit(v, split)
+            elif roles is None:
                 v.visit_body(node.body)
             else:
                 warp_specialize.emit(v, body, *roles)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tilec.dialects import tile
 
 from ..values import BarrierRef
+from .. import thread_roles
 from ..warp_specialize import producer_arrive
 from .operands import describe_, require_kernel, static_int
 from .registry import handles
@@ -54,6 +55,9 @@ def mbarrier_arrive(v, mbarrier):
     b = _barrier(v, barrier, "T.barrier_arrive")
     if v.ws is not None and v.ws.role == "producer":
         producer_arrive(v, b.ssa, b.index)
+        return
+    if v.ws is not None and v.ws.role == "threads":
+        thread_roles.barrier_arrive(v, b)
         return
     v.b.emit(tile.MBarrierArriveOp(b.ssa, b.index))
 

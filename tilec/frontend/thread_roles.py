@@ -1,0 +1,338 @@
+"""Warpgroup roles written as a chain of branches on the thread index, three or more warpgroups:
+
+    with T.Kernel(..., threads=384) as (bx, by, bz):
+        ...                                              # allocations, barriers, index values
+        tx = T.get_thread_binding()
+        T.tma_copy(Q[...], Q_shared, barrier=bar_q)      # every thread: issued by thread 0
+        T.barrier_arrive(bar_q)                          # every thread arrives (arrive_count=384)
+        if tx < 128:                                     # consumer: whole-tile work on its warpgroup
+            T.set_max_nreg(240, 1)
+            ...
+        elif tx >= 128 and tx < 256:                     # another consumer, other work
+            ...
+        elif tx >= 256:                                  # producer: per-thread code
+            T.set_max_nreg(80, 0)
+            ... Indices[..., (tx - 256) // 8] ... T.ptx_cp_async(...) ... T.cp_async_barrier_noinc(bar)
+
+(TileLang's sparse MLA forward, pipelined). Each side of the chain runs on one warpgroup, all at
+once; they meet only at mbarriers. tilec builds the chain as one `tile.warp_specialize`:
+
+- the sides with whole-tile work (T.gemm, T.Parallel, T.copy of tiles, reductions, fills) are its
+  consumer groups, one warpgroup each, in the order of their threads; `tile.consumer_group`
+  selects each group's side, whose whole-tile work spreads over its own 128 threads (the tile
+  kernel has 128 threads);
+- the side without is the producer, every thread of it running the side's code
+  (`all_producer_threads`), after the consumers' threads;
+- each thread runs the kernel's statements before the chain (TileLang's threads all do);
+- T.get_thread_binding() is the thread's index as the kernel numbers it (`tx - 256` in the
+  producer above is its thread within the warpgroup), whatever warpgroup tilec places the role on;
+- T.barrier_arrive is each thread's arrival;
+- T.tma_copy(src, dst, barrier=b) is issued by the first thread of those running it (thread 0 of
+  the block before the chain, the role's first thread inside a side): it announces the bytes
+  with `arrive.expect_tx`, which is that thread's arrival at the next T.barrier_arrive(b);
+- T.set_max_nreg(n, inc) is the role's `setmaxnreg`; the counts asked for must fit the block's
+  registers (else a consumer's setmaxnreg.inc would wait forever).
+
+Two warpgroups (`if tid >= 128:` with a TMA producer) stay warp_specialize.py's form.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import i1
+from xdsl.ir import Block, Region
+
+from tilec.dialects import tile
+
+from . import warp_specialize as ws
+from .values import BarrierRef, Scalar
+
+WARPGROUP = ws.WARPGROUP
+
+_WHOLE_TILE_CALLS = frozenset({
+    "gemm", "wgmma_gemm", "Parallel", "fill", "clear", "reduce", "reduce_max", "reduce_min", "reduce_sum",
+    "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
+    "copy", "Pipelined", "gemm_sp", "atomic_add", "atomic_max", "atomic_min"})
+"""Calls that make a side a consumer: work spread over its warpgroup's threads."""
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+           ast.Mod: operator.mod, ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+           ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
+
+
+@dataclass
+class Side:
+    body: list[ast.stmt]
+    base: int  # the kernel's index of the side's first thread
+    producer: bool
+
+
+@dataclass
+class Plan:
+    prologue: list[ast.stmt]  # the statements before the chain, less the thread-index assignments
+    sides: list[Side]  # in the order of their threads
+    tids: list[str]  # names of `T.get_thread_binding()` assignments, bound in each role
+    chain: ast.If
+
+
+class _NotStatic(Exception):
+    """The test is not a function of the thread index and compile-time values alone."""
+
+
+def _value(v, node: ast.expr, tids: set[str], t: int):
+    if isinstance(node, ast.Name) and node.id in tids or ws._is_thread_index(node):
+        return t
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_value(v, node.left, tids, t), _value(v, node.right, tids, t))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not _value(v, node.operand, tids, t)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_value(v, node.operand, tids, t)
+    if isinstance(node, ast.BoolOp):
+        values = (_value(v, x, tids, t) for x in node.values)
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and all(type(o) in _COMPARE for o in node.ops):
+        left = _value(v, node.left, tids, t)
+        for o, right in zip(node.ops, node.comparators):
+            right = _value(v, right, tids, t)
+            if not _COMPARE[type(o)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Name | ast.Attribute):
+        value = ws._evaluate(node, v)
+        if isinstance(value, int):
+            return value
+    raise _NotStatic
+
+
+def _chain(node: ast.If) -> list[tuple[ast.expr | None, list[ast.stmt]]]:
+    """The sides of `if a: .. elif b: .. else: ..` in order, (None, else body) last."""
+    sides = []
+    while True:
+        sides.append((node.test, node.body))
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        sides.append((None, node.orelse))
+        return sides
+
+
+def _calls(stmts: list[ast.stmt]) -> set[str]:
+    return {ws._call_name(n) for s in stmts for n in ast.walk(s)} - {None}
+
+
+def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
+    """The roles of a kernel body whose threads (three warpgroups or more) split by a chain of
+    branches on the thread index holding mbarrier operations, one warpgroup per side; None for
+    other bodies."""
+    total = threads[0]
+    if threads[1:] != [1, 1] or total % WARPGROUP or total < 3 * WARPGROUP or ws.uses_ws(stmts):
+        return None
+    tids = [s.targets[0].id for s in stmts if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and ws._is_thread_index(s.value)]
+    for i, s in enumerate(stmts):
+        if not isinstance(s, ast.If) or not _calls([s]) & ws._PROTOCOL_CALLS:
+            continue
+        chain = _chain(s)
+        try:
+            taken = [next(k for k, (test, _) in enumerate(chain) if test is None or _value(v, test, set(tids), t))
+                     for t in range(total)]
+        except _NotStatic:
+            continue
+        v.b.loc = v.loc_of(s)
+        counts = [taken.count(k) for k in range(len(chain))]
+        if any(0 < n < 32 for n in counts):
+            continue  # some threads alone (`if tx == 0:`): not warpgroup roles
+        sides = []
+        for k, (_, body) in enumerate(chain):
+            mine = [t for t in range(total) if taken[t] == k]
+            if not mine:
+                continue
+            base = mine[0]
+            if base % WARPGROUP or mine != list(range(base, base + WARPGROUP)):
+                raise v.b.error(f"this branch on the thread index gives threads {mine[0]}..{mine[-1]} "
+                                f"({len(mine)} threads{'' if len(mine) == mine[-1] - mine[0] + 1 else ', not a range'})"
+                                " to one side: tilec runs each side of a split into roles on one warpgroup "
+                                f"(128 threads from a multiple of 128)",
+                                hint="split the threads at multiples of 128, one warpgroup per side")
+            if not body:
+                raise v.b.error(f"threads {base}..{base + WARPGROUP - 1} take no side of this branch: tilec runs "
+                                "every warpgroup of a split into roles as one of its sides",
+                                hint="give every warpgroup a side, or launch fewer threads")
+            sides.append(Side(body, base, not _calls(body) & _WHOLE_TILE_CALLS))
+        producers = [x for x in sides if x.producer]
+        if len(producers) != 1 or len(sides) - 1 > 4:
+            what = "none has" if not producers else f"{len(producers)} have"
+            raise v.b.error(f"tilec runs a split into {len(sides)} warpgroup roles as consumers (sides with "
+                            f"whole-tile work: T.gemm, T.Parallel, T.copy, ...) and one producer (a side without, "
+                            f"each thread running its code); here {what} no whole-tile work",
+                            hint="move the loads into one warpgroup and the computation into the others "
+                                 "(at most four)")
+        for later in stmts[i + 1:]:
+            if not (isinstance(later, ast.Expr) and isinstance(later.value, ast.Constant)):
+                v.b.loc = v.loc_of(later)
+                raise v.b.error("a statement after the branch that splits the kernel into warpgroup roles: tilec "
+                                "ends the kernel with the roles", hint="move it into the sides that need it")
+        prologue = [x for x in stmts[:i] if not (isinstance(x, ast.Assign) and len(x.targets) == 1 and
+                                                 isinstance(x.targets[0], ast.Name) and x.targets[0].id in tids)]
+        return Plan(prologue, sorted(sides, key=lambda x: x.base), tids, s)
+    return None
+
+
+def emit(v, p: Plan) -> None:
+    """The kernel body: the prologue's declarations, then one `tile.warp_specialize` of the roles."""
+    computed = ws._prologue(v, p.prologue)
+    consumers = [x for x in p.sides if not x.producer]
+    producer = next(x for x in p.sides if x.producer)
+    split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP, consumer_groups=len(consumers),
+                                           all_producer_threads=True))
+    regs: list[tuple[int, int, object]] = []  # (first thread, count, location) of each role's T.set_max_nreg
+    try:
+        with v.runtime_region(split.producer.block, carried=False):
+            _role(v, producer, p, computed, regs)
+        with v.runtime_region(split.consumer.block, carried=False):
+            group = v.b.emit(tile.ConsumerGroupOp()).results[0] if len(consumers) > 1 else None
+            _groups(v, group, consumers, 0, p, computed, regs)
+    finally:
+        v.ws = None
+    _check_registers(v, regs, len(p.sides))
+    v.b.verify(split)
+
+
+def _groups(v, group, sides: list[Side], g: int, p: Plan, computed, regs) -> None:
+    """Consumer group g's side if the running group is g, else the next groups'."""
+    if len(sides) == 1:
+        _role(v, sides[0], p, computed, regs)
+        return
+    cond = v.b.emit(arith.CmpiOp(group, v.index_ssa(g), "eq")).results[0]
+    then_block, else_block = Block(), Block()
+    v.b.emit(scf.IfOp(cond, [], Region(then_block), Region(else_block)))
+    then_block.add_op(scf.YieldOp())
+    else_block.add_op(scf.YieldOp())
+    with v.runtime_region(then_block, carried=False):
+        _role(v, sides[0], p, computed, regs)
+    with v.runtime_region(else_block, carried=False):
+        _groups(v, group, sides[1:], g + 1, p, computed, regs)
+
+
+def _role(v, side: Side, p: Plan, computed: list[ast.stmt], regs) -> None:
+    """One side on its warpgroup: the prologue's statements, then the side's, per thread. The
+    prologue's whole-tile work (a T.copy of tiles all threads share) runs in the first consumer
+    group alone, on its warpgroup, and the block's threads meet after the prologue (TileLang's
+    threads share that work and meet after it)."""
+    state = v.ws = ws.WsState("threads", base=side.base, prologue=True,
+                              start_regs=tile.launch_registers(len(p.sides) * WARPGROUP))
+    for name in p.tids:
+        v.bind(name, thread_index(v))
+    shared_work = [s for s in computed if _calls([s]) & _WHOLE_TILE_CALLS]
+    first_consumer = side is next(x for x in p.sides if not x.producer)
+    v.visit_body([s for s in computed if first_consumer or s not in shared_work])
+    _check_pending(v, state, computed)
+    if shared_work:
+        v.b.emit(tile.BarrierOp(0, len(p.sides) * WARPGROUP))
+    state.prologue = False
+    v.visit_body(side.body)
+    _check_pending(v, state, side.body)
+    if state.regs is not None:
+        regs.append((side.base, *state.regs))
+
+
+def _check_pending(v, state, stmts) -> None:
+    if state.pending:
+        v.b.loc = v.loc_of(stmts[-1])
+        raise v.b.error("T.tma_copy(..., barrier=b) in a warpgroup role must be followed by T.barrier_arrive(b) "
+                        "in the same block: the issuing thread's announcement of the bytes is its arrival there")
+
+
+def _check_registers(v, regs, roles: int) -> None:
+    threads = roles * WARPGROUP
+    start = tile.launch_registers(threads)
+    regs = sorted(regs, key=lambda r: r[0])
+    asked = sum(count for _, count, _ in regs) + start * (roles - len(regs))
+    if regs and asked * WARPGROUP > threads * start:
+        v.b.loc = max(reversed(regs), key=lambda r: r[1])[2]  # the largest ask (the last of equals)
+        listed = " + ".join(str(c) for _, c, _ in regs)
+        raise v.b.error(f"the roles' T.set_max_nreg ask for {asked} registers per thread of a warpgroup ({listed}"
+                        f"{f' + {start} x {roles - len(regs)} unset' if roles > len(regs) else ''}), more than the "
+                        f"block's {threads} threads start with ({start} each): a setmaxnreg.inc would wait forever",
+                        hint="lower the counts so that they sum to at most "
+                             f"{threads * start // WARPGROUP} over the {roles} warpgroups")
+
+
+# ------------------------------------------------------------------ the calls, per thread
+
+
+def thread_index(v) -> Scalar:
+    """T.get_thread_binding() in a role: the thread's index as the kernel numbers it."""
+    tid = Scalar(v.b.emit(tile.ThreadIdOp(0)).results[0])
+    return tid if v.ws.base == 0 else v.b.binop("+", tid, v.ws.base)
+
+
+def _first_thread(v):
+    """Whether the running thread is the first of its role."""
+    tid = v.b.emit(tile.ThreadIdOp(0)).results[0]
+    return v.b.emit(arith.CmpiOp(tid, v.index_ssa(0), "eq")).results[0]
+
+
+def _under(v, cond, emit) -> None:
+    then_block = Block()
+    v.b.emit(scf.IfOp(cond, [], Region(then_block)))
+    then_block.add_op(scf.YieldOp())
+    with v.b.at_end_of(then_block):
+        emit()
+
+
+def tma_copy(v, barrier: BarrierRef, src, dst) -> None:
+    """T.tma_copy(src, dst, barrier=b) run by a role's threads: issued by the first of the threads
+    running it (before the chain: the block's thread 0, in the role holding it)."""
+    state = v.ws
+    if state.prologue and state.base != 0:
+        return  # another warpgroup holds thread 0
+    nbytes = ws.nbytes(dst.type)
+
+    def issue():
+        v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes, barrier.index))
+        v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index))
+
+    _under(v, _first_thread(v), issue)
+    state.pending.append([barrier.ssa, barrier.index])
+
+
+def barrier_arrive(v, barrier: BarrierRef) -> None:
+    """Each thread's arrival; the thread that announced a T.tma_copy's bytes on this barrier phase
+    has arrived then."""
+    state = v.ws
+    entry = next((e for e in state.pending if e[0] is barrier.ssa and ws._same(e[1], barrier.index)), None)
+    if entry is None:
+        v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index))
+        return
+    state.pending.remove(entry)
+    others = v.b.emit(arith.XOrIOp(_first_thread(v), v.b.to_ssa(True, i1))).results[0]
+    _under(v, others, lambda: v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index)))
+
+
+def set_max_nreg(v, count: int, increase: bool) -> None:
+    if v.ws.regs is not None:
+        raise v.b.error("a second T.set_max_nreg in this warpgroup role: tilec sets a role's registers once")
+    if not (24 <= count <= 256 and count % 8 == 0):
+        raise v.b.error(f"T.set_max_nreg: the count must be a multiple of 8 in [24, 256], got {count}")
+    start = v.ws.start_regs
+    if count < start if increase else count > start:
+        kind, way = ("inc", "raise") if increase else ("dec", "lower")
+        raise v.b.error(f"T.set_max_nreg({count}, {int(increase)}) is setmaxnreg.{kind}, which may only {way} a "
+                        f"thread's register count, and each thread of this block starts with {start}",
+                        hint=f"ask for {'at least' if increase else 'at most'} {start}, or the other direction")
+    v.ws.regs = (count, v.b.loc)
+    v.b.emit(tile.SetMaxNRegOp(count, increase))
+
+
+__all__ = ["Plan", "barrier_arrive", "emit", "plan", "set_max_nreg", "tma_copy", "thread_index"]
