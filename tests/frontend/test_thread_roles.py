@@ -338,7 +338,7 @@ def tma_copy_without_its_arrival():
 
 @pytest.mark.parametrize("make, message", [
     (sides_of_192_threads, r"gives threads 0\.\.191 \(192 threads\) to one side"),
-    (two_producers, "here 2 have no whole-tile work"),
+    (two_producers, "here 2 sides have none"),
     (registers_beyond_the_block, r"ask for 520 registers per thread of a warpgroup \(240 \+ 240 \+ 40\)"),
     (increase_below_the_start, r"setmaxnreg.inc, which may only raise a thread's register count, and each thread of "
                                "this block starts with 168"),
@@ -439,3 +439,150 @@ def test_tile_work_before_the_roles_on_the_gpu():
     tilec.compile(copy_before_the_roles(), target="cuda")(torch.from_numpy(q).cuda(), torch.from_numpy(a).cuda(), c, d)
     np.testing.assert_array_equal(d.cpu().numpy(), a)
     np.testing.assert_array_equal(c.cpu().numpy(), a + np.tile(q, (M // BM, K // BK)))
+
+
+def fragment_and_sync_before_the_roles():
+    """Before the chain: a fragment filled (each consumer group's own registers), each thread's
+    element of a shared index list stored, then T.sync_threads(): the block meets there."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), Sel: T.Tensor((384,), T.int32), C: T.Tensor((M, K), T.float16),
+             D: T.Tensor((M // BM, 384), T.int32)):
+        with T.Kernel(M // BM, threads=384) as by:
+            A_s = T.alloc_shared((BM, BK), T.float16)
+            sel = T.alloc_shared((384,), T.int32)
+            acc = T.alloc_fragment((BM, BK // 2), T.float32)
+            full = T.alloc_barrier(128)
+            empty = T.alloc_barrier(256)
+            tx = T.get_thread_binding()
+            T.fill(acc, 1)
+            sel[383 - tx] = Sel[383 - tx]
+            T.sync_threads()
+            if tx < 128:
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(full, ko % 2)
+                    for i, j in T.Parallel(BM, BK // 2):
+                        C[by * BM + i, ko * BK + j] = A_s[i, j] + acc[i, j]
+                    T.barrier_arrive(empty)
+            elif tx < 256:
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(full, ko % 2)
+                    for i, j in T.Parallel(BM, BK // 2):
+                        C[by * BM + i, ko * BK + BK // 2 + j] = A_s[i, BK // 2 + j] - acc[i, j]
+                    T.barrier_arrive(empty)
+            else:
+                D[by, tx] = sel[tx - 256] + sel[tx] * by
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(empty, (ko % 2) ^ 1)
+                    for e in T.serial(BM * BK // 128):
+                        A_s[(tx - 256) // 2, (tx - 256) % 2 * (BK // 2) + e] = \
+                            A[by * BM + (tx - 256) // 2, ko * BK + (tx - 256) % 2 * (BK // 2) + e]
+                    T.barrier_arrive(full)
+
+    return main
+
+
+def test_fragments_before_the_roles_are_every_groups_and_the_block_meets_at_sync_threads():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    sel = rng.integers(0, 1000, 384).astype(np.int32)
+    c, d = np.zeros((M, K), np.float16), np.zeros((M // BM, 384), np.int32)
+    tilec.compile(fragment_and_sync_before_the_roles(), target="sim")(a, sel, c, d)
+    expected = a.copy()
+    for ko in range(K // BK):
+        expected[:, ko * BK:ko * BK + BK // 2] += 1
+        expected[:, ko * BK + BK // 2:(ko + 1) * BK] -= 1
+    np.testing.assert_array_equal(c, expected)
+    for by in range(M // BM):
+        np.testing.assert_array_equal(d[by, 256:], sel[:128] + sel[256:] * by)
+    ptx = tilec.compile(fragment_and_sync_before_the_roles(), target="sm_90a").get_kernel_source()
+    assert ptx.count("bar.sync \t0, 384;") == 3  # each role meets the block at the T.sync_threads()
+
+
+def one_warp_arrives():
+    """`if tx < 32: T.barrier_arrive(bar)` in a 384-thread kernel, the other threads doing nothing
+    there: a branch, not warpgroup roles (it runs as before)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, K), T.float16)):
+        with T.Kernel(1, threads=384) as bx:
+            bar = T.alloc_barrier(32)
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.barrier_arrive(bar)
+            T.barrier_wait(bar, 0)
+            T.copy(A, C)
+
+    return main
+
+
+def test_a_branch_some_threads_skip_is_not_taken_for_roles():
+    a = np.random.default_rng().standard_normal((M, K)).astype(np.float16)
+    c = np.zeros((M, K), np.float16)
+    assert "tile.warp_specialize" not in print_ir(build_prim_func(one_warp_arrives()).module)
+    tilec.compile(one_warp_arrives(), target="sim")(a, c)
+    np.testing.assert_array_equal(c, a)
+
+
+def _roles_with(consumer0: str, prologue: str = ""):
+    """A three-role kernel with `consumer0` first in consumer 0's side and `prologue` before the chain."""
+    source = f'''
+def main_factory():
+    @T.prim_func
+    def main(A: T.Tensor(({M}, {K}), T.float16), C: T.Tensor(({M}, {K}), T.float16)):
+        with T.Kernel(1, threads=384) as bx:
+            A_s = T.alloc_shared(({BM}, {BK}), T.float16)
+            bar = T.alloc_barrier(128)
+            tx = T.get_thread_binding()
+            {prologue}
+            if tx < 128:
+                {consumer0}
+                T.barrier_wait(bar, 0)
+                T.copy(A_s, C[0:{BM}, 0:{BK}])
+            elif tx < 256:
+                T.barrier_wait(bar, 0)
+                T.copy(A_s, C[{BM}:{2 * BM}, 0:{BK}])
+            else:
+                T.barrier_arrive(bar)
+    return main
+'''
+    return source
+
+
+@pytest.mark.parametrize("consumer0, prologue, message", [
+    ("T.sync_threads()", "", r"T.sync_threads\(\) in a warpgroup role waits for every thread of the block"),
+    ("if bx == 0:\n                    T.set_max_nreg(240, 1)", "",
+     "T.set_max_nreg in a warpgroup role is setmaxnreg, which every thread of the warpgroup must run together"),
+    ("pass", "tx = 383 - tx", "`tx` holds the thread index the kernel splits its warpgroups by, and is assigned again"),
+])
+def test_role_code_tilec_refuses_is_a_located_error(tmp_path, consumer0, prologue, message):
+    import importlib.util
+
+    path = tmp_path / "roles_kernel.py"
+    path.write_text("import tilec.language as T\n" + _roles_with(consumer0, prologue))
+    spec = importlib.util.spec_from_file_location("roles_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(tilec.TilecError, match=message) as e:
+        tilec.compile(module.main_factory(), target="sm_90a")
+    assert "roles_kernel.py:" in str(e.value).splitlines()[0]
+
+
+@pytest.mark.gpu
+def test_fragments_and_sync_threads_before_the_roles_on_the_gpu():
+    import torch
+
+    rng = np.random.default_rng()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    sel = rng.integers(0, 1000, 384).astype(np.int32)
+    c = torch.zeros((M, K), dtype=torch.float16, device="cuda")
+    d = torch.zeros((M // BM, 384), dtype=torch.int32, device="cuda")
+    tilec.compile(fragment_and_sync_before_the_roles(), target="cuda")(torch.from_numpy(a).cuda(),
+                                                                         torch.from_numpy(sel).cuda(), c, d)
+    expected = a.copy()
+    for ko in range(K // BK):
+        expected[:, ko * BK:ko * BK + BK // 2] += 1
+        expected[:, ko * BK + BK // 2:(ko + 1) * BK] -= 1
+    np.testing.assert_array_equal(c.cpu().numpy(), expected)
+    for by in range(M // BM):
+        np.testing.assert_array_equal(d.cpu().numpy()[by, 256:], sel[:128] + sel[256:] * by)

@@ -49,7 +49,7 @@ from xdsl.ir import Block, Region
 from tilec.dialects import tile
 
 from . import warp_specialize as ws
-from .values import BarrierRef, Scalar
+from .values import BarrierRef, Scalar, TileRef
 
 WARPGROUP = ws.WARPGROUP
 
@@ -150,8 +150,8 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
             continue
         v.b.loc = v.loc_of(s)
         counts = [taken.count(k) for k in range(len(chain))]
-        if any(0 < n < 32 for n in counts):
-            continue  # some threads alone (`if tx == 0:`): not warpgroup roles
+        if any(0 < n < 32 or n and not body for n, (_, body) in zip(counts, chain)):
+            continue  # some threads alone (`if tx == 0:`), or some doing nothing here: not warpgroup roles
         sides = []
         for k, (_, body) in enumerate(chain):
             mine = [t for t in range(total) if taken[t] == k]
@@ -164,17 +164,14 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
                                 " to one side: tilec runs each side of a split into roles on one warpgroup "
                                 f"(128 threads from a multiple of 128)",
                                 hint="split the threads at multiples of 128, one warpgroup per side")
-            if not body:
-                raise v.b.error(f"threads {base}..{base + WARPGROUP - 1} take no side of this branch: tilec runs "
-                                "every warpgroup of a split into roles as one of its sides",
-                                hint="give every warpgroup a side, or launch fewer threads")
             sides.append(Side(body, base, not _calls(body) & _WHOLE_TILE_CALLS))
         producers = [x for x in sides if x.producer]
         if len(producers) != 1 or len(sides) - 1 > 4:
-            what = "none has" if not producers else f"{len(producers)} have"
+            what = "every side has some" if not producers else f"{len(producers)} sides have none"
             raise v.b.error(f"tilec runs a split into {len(sides)} warpgroup roles as consumers (sides with "
                             f"whole-tile work: T.gemm, T.Parallel, T.copy, ...) and one producer (a side without, "
-                            f"each thread running its code); here {what} no whole-tile work",
+                            f"each thread running its code: T.ptx_cp_async, T.tma_copy, element copies); here "
+                            f"{what}",
                             hint="move the loads into one warpgroup and the computation into the others "
                                  "(at most four)")
         for later in stmts[i + 1:]:
@@ -184,13 +181,21 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
                                 "ends the kernel with the roles", hint="move it into the sides that need it")
         prologue = [x for x in stmts[:i] if not (isinstance(x, ast.Assign) and len(x.targets) == 1 and
                                                  isinstance(x.targets[0], ast.Name) and x.targets[0].id in tids)]
+        for x in (n for s2 in stmts[:i + 1] for n in ast.walk(s2)):
+            if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store) and x.id in tids and \
+                    not any(isinstance(a, ast.Assign) and x in a.targets and ws._is_thread_index(a.value)
+                            for a in stmts[:i]):
+                v.b.loc = v.loc_of(x)
+                raise v.b.error(f"`{x.id}` holds the thread index the kernel splits its warpgroups by, and is assigned "
+                                "again here: tilec binds it to each role's thread index",
+                                hint="assign the derived value to another name")
         return Plan(prologue, sorted(sides, key=lambda x: x.base), tids, s)
     return None
 
 
 def emit(v, p: Plan) -> None:
     """The kernel body: the prologue's declarations, then one `tile.warp_specialize` of the roles."""
-    computed = ws._prologue(v, p.prologue)
+    computed = ws._prologue(v, p.prologue, frozenset(p.tids))
     consumers = [x for x in p.sides if not x.producer]
     producer = next(x for x in p.sides if x.producer)
     split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP, consumer_groups=len(consumers),
@@ -229,21 +234,39 @@ def _role(v, side: Side, p: Plan, computed: list[ast.stmt], regs) -> None:
     prologue's whole-tile work (a T.copy of tiles all threads share) runs in the first consumer
     group alone, on its warpgroup, and the block's threads meet after the prologue (TileLang's
     threads share that work and meet after it)."""
-    state = v.ws = ws.WsState("threads", base=side.base, prologue=True,
-                              start_regs=tile.launch_registers(len(p.sides) * WARPGROUP))
+    threads = len(p.sides) * WARPGROUP
+    state = v.ws = ws.WsState("threads", base=side.base, prologue=True, start_regs=tile.launch_registers(threads),
+                              threads=threads)
     for name in p.tids:
         v.bind(name, thread_index(v))
-    shared_work = [s for s in computed if _calls([s]) & _WHOLE_TILE_CALLS]
+    shared_work = [s for s in computed if _calls([s]) & _WHOLE_TILE_CALLS and _writes_memory(v, s)]
+    register_work = [s for s in computed if _calls([s]) & _WHOLE_TILE_CALLS and s not in shared_work]
     first_consumer = side is next(x for x in p.sides if not x.producer)
-    v.visit_body([s for s in computed if first_consumer or s not in shared_work])
+    v.visit_body([s for s in computed if s not in shared_work and (s not in register_work or not side.producer)
+                  or s in shared_work and first_consumer])
     _check_pending(v, state, computed)
     if shared_work:
-        v.b.emit(tile.BarrierOp(0, len(p.sides) * WARPGROUP))
+        v.b.emit(tile.BarrierOp(0, threads))
     state.prologue = False
+    state.block = v.b.blocks[-1]
     v.visit_body(side.body)
     _check_pending(v, state, side.body)
     if state.regs is not None:
         regs.append((side.base, *state.regs))
+
+
+def _writes_memory(v, s: ast.stmt) -> bool:
+    """Whether `s` may write shared or global memory (else only registers: fragments, locals)."""
+    written = ws._touched(v, [s])
+    if any(ws._is_memory(v, name) for name in written):
+        if any(not ws._is_memory(v, name) and isinstance(v.frame.names.get(name), TileRef) for name in written):
+            v.b.loc = v.loc_of(s)
+            raise v.b.error("before warpgroup roles, whole-tile work that writes both registers (a fragment) and "
+                            "shared or global memory: tilec runs the memory work on one warpgroup and the register "
+                            "work on each consumer warpgroup (each its own registers)",
+                            hint="split it into a statement for the memory and one for the fragment")
+        return True
+    return False
 
 
 def _check_pending(v, state, stmts) -> None:
@@ -320,7 +343,21 @@ def barrier_arrive(v, barrier: BarrierRef) -> None:
     _under(v, others, lambda: v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index)))
 
 
+def sync_threads(v) -> None:
+    """T.sync_threads() (all of the block's threads) before the roles: every role meets there
+    (`bar.sync 0` of the block's threads)."""
+    if not v.ws.prologue:
+        raise v.b.error("T.sync_threads() in a warpgroup role waits for every thread of the block, which the other "
+                        "roles do not reach: the roles meet at mbarriers",
+                        hint="synchronize the roles with T.barrier_arrive / T.barrier_wait, or a named barrier of "
+                             "the threads that meet: T.sync_threads(barrier_id, arrive_count)")
+    v.b.emit(tile.BarrierOp(0, v.ws.threads))
+
+
 def set_max_nreg(v, count: int, increase: bool) -> None:
+    if v.ws.prologue or v.b.blocks[-1] is not v.ws.block:
+        raise v.b.error("T.set_max_nreg in a warpgroup role is setmaxnreg, which every thread of the warpgroup must "
+                        "run together: call it in the role's body, outside loops and branches")
     if v.ws.regs is not None:
         raise v.b.error("a second T.set_max_nreg in this warpgroup role: tilec sets a role's registers once")
     if not (24 <= count <= 256 and count % 8 == 0):

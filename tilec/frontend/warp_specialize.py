@@ -76,6 +76,8 @@ class WsState:
     prologue: bool = False  # ("threads") building the kernel's statements before the roles
     regs: tuple | None = None  # ("threads") the role's T.set_max_nreg count and its location
     start_regs: int = 0  # ("threads") the registers each thread of the block starts with
+    block: object = None  # ("threads") the role's block (T.set_max_nreg stands there)
+    threads: int = 0  # ("threads") the block's threads, every role's
 
 
 # ------------------------------------------------------------------ finding T.ws blocks
@@ -387,12 +389,13 @@ def _pure(v, s: ast.stmt) -> bool:
     return not any(isinstance(v.frame.names.get(t.id), VarRef) for t in _targets(s))
 
 
-def _prologue(v, stmts: list[ast.stmt]) -> list[ast.stmt]:
+def _prologue(v, stmts: list[ast.stmt], per_thread: frozenset[str] = frozenset()) -> list[ast.stmt]:
     """Visits the statements before the roles that declare (allocations, hints) or compute Python
     and index values, and returns, in order, the others, which the roles run. A statement that
-    reads a name such a one assigns is one of them, and so is one that assigns it again."""
+    reads a name such a one assigns (or one of `per_thread`, bound in the roles) is one of them, and
+    so is one that assigns it again."""
     computed: list[ast.stmt] = []
-    assigned: set[str] = set()  # names the roles' statements assign
+    assigned: set[str] = set(per_thread)  # names the roles' statements assign
     for s in stmts:
         later = bool(_loads(s) & assigned) or any(isinstance(t, ast.Name) and t.id in assigned for t in _targets(s))
         if _declares(s):

@@ -17,6 +17,9 @@ def sync_threads(v, barrier_id, arrive_count):
     if barrier_id is None:
         if arrive_count is not None:
             raise v.b.error("T.sync_threads(arrive_count=...) needs the barrier_id of the named barrier")
+        if v.ws is not None and v.ws.role == "threads":
+            thread_roles.sync_threads(v)
+            return
         v.b.emit(tile.BarrierOp())
         return
     bar = static_int(v, barrier_id, "T.sync_threads' barrier_id")
