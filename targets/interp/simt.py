@@ -219,7 +219,10 @@ def _view(op, c):
     count, dtype = typ.get_shape()[0], numpy_dtype(typ.element_type)
 
     def run(st):
-        start = uniform(st.env[shift], op, "a shared-memory offset")
+        offset = st.env[shift]
+        if st.mask is not None and np.ndim(offset) == 1 and np.shape(offset) == st.mask.shape and st.mask.any():
+            offset = offset[st.mask]  # the running lanes' (a consumer group's area is its own)
+        start = uniform(offset, op, "a shared-memory offset")
         raw = st.env[src].array
         if start + count * dtype.itemsize > raw.size:
             raise error_at(op, f"memref.view: bytes [{start}, {start + count * dtype.itemsize}) exceed the "

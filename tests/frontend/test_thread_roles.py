@@ -586,3 +586,42 @@ def test_fragments_and_sync_threads_before_the_roles_on_the_gpu():
     np.testing.assert_array_equal(c.cpu().numpy(), expected)
     for by in range(M // BM):
         np.testing.assert_array_equal(d.cpu().numpy()[by, 256:], sel[:128] + sel[256:] * by)
+
+
+def row_max_in_the_second_group(rows=32, keys=64, dim=64):
+    """A gemm and a row reduction in consumer group 1: 32 rows on wgmma leave the warps' partial
+    maxima to meet through the group's own shared-memory area (one per group)."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((rows, dim), T.bfloat16), Kt: T.Tensor((keys, dim), T.bfloat16),
+             O: T.Tensor((rows,), T.float32)):
+        with T.Kernel(1, threads=384) as bx:
+            Q_s = T.alloc_shared((rows, dim), T.bfloat16)
+            K_s = T.alloc_shared((keys, dim), T.bfloat16)
+            acc = T.alloc_fragment((rows, keys), T.float32)
+            m = T.alloc_fragment((rows,), T.float32)
+            full = T.alloc_barrier(384)
+            tx = T.get_thread_binding()
+            T.tma_copy(Q[0:rows, 0:dim], Q_s, barrier=full)
+            T.barrier_arrive(full)
+            if tx < 128:
+                T.barrier_wait(full, 0)
+                T.copy(Q_s, Q_s)
+            elif tx < 256:
+                T.barrier_wait(full, 0)
+                T.copy(Kt, K_s)
+                T.clear(acc)
+                T.gemm(Q_s, K_s, acc, transpose_B=True)
+                T.reduce_max(acc, m, dim=1, clear=True)
+                T.copy(m, O)
+            else:
+                T.barrier_wait(full, 0)
+
+    return main
+
+
+def test_a_cross_warp_reduction_in_a_consumer_group_uses_its_own_area():
+    q, k = _bf16(np.random.default_rng().standard_normal((32, 64))), _bf16(np.random.default_rng().standard_normal((64, 64)))
+    o = np.zeros(32, np.float32)
+    tilec.compile(row_max_in_the_second_group(), target="sim")(q, k, o)
+    np.testing.assert_allclose(o, (q.double() @ k.double().T).max(1).values.numpy(), rtol=1e-5, atol=1e-5)
