@@ -739,6 +739,20 @@ def target_too_old():
     tilec.compile(main, target="sm_70")
 
 
+@case("T.alloc_barrier: tilec's mbarriers (phase waits, transaction counts) need sm_90 or newer; this kernel is built "
+      "for sm_80", hint="sm_90a")
+def mbarrier_on_sm80():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), C: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            bar = T.alloc_barrier(128)  # ERR
+            T.barrier_arrive(bar)
+            T.barrier_wait(bar, 0)
+            T.copy(A, C)
+
+    tilec.compile(main, target="sm_80").get_kernel_source()
+
+
 @case("unknown target 'interpp'", hint="did you mean 'interp'?")
 def target_misspelled_on_jit():
     @tilec.jit(target="interpp")

@@ -137,6 +137,22 @@ def run_tile_passes(program, target, pass_configs: dict | None = None, *, dump_d
     return module
 
 
+def check_mbarriers(program, target) -> None:
+    """T.alloc_barrier is Hopper's mbarrier protocol (phase waits by try_wait.parity, transaction
+    counts, the init fence): a located error on a target without it (sm_80), where LLVM would
+    abort the process."""
+    from tilec.dialects import tile
+    from tilec.errors import error_at
+
+    if target.has_tma:
+        return
+    alloc = next((op for op in program.module.walk() if isinstance(op, tile.AllocBarrierOp)), None)
+    if alloc is not None:
+        raise error_at(alloc, f"T.alloc_barrier: tilec's mbarriers (phase waits, transaction counts) need sm_90 or "
+                              f"newer; this kernel is built for {target.arch}",
+                       hint="build for sm_90a (target='sm_90a'), or synchronize with T.sync_threads on sm_80")
+
+
 def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None = None) -> Lowered:
     """Runs the tile passes and the conversion; every stage's module is kept in the result.
     `dump_dir`: where to write the IR after every pass (None: TILEC_DUMP_IR; "": nowhere).
@@ -152,6 +168,7 @@ def lower_to_thread(program, target, pass_configs: dict, *, dump_dir: str | None
     from tilec.passes.thread_sigmoid import ThreadSigmoidPass
 
     check_scalar_params(program)
+    check_mbarriers(program, target)
     grid = grid_expr(program)
     dump_dir = config.DUMP_IR if dump_dir is None else dump_dir
     tile_opt = run_tile_passes(program, target, pass_configs, dump_dir=dump_dir)
