@@ -226,3 +226,85 @@ def stage_irregular_accesses(kernel: tile.KernelOp) -> None:
             if written:
                 Rewriter.insert_op(located([tile.CopyOp(shared, value)], site), InsertPoint.after(site))
             _redirect(uses, shared)
+
+
+# ------------------------------------------------------------------ per-thread fragments
+
+
+def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.StoreOp]]:
+    """The fragment and local buffers that some thread stores a value of its own into (a value, an
+    index or an enclosing `scf.if` condition computed from the thread index, or loaded from such a
+    buffer), and those stores."""
+    tainted: set[SSAValue] = set()
+    memo: dict[SSAValue, bool] = {}
+
+    def depends(value: SSAValue, depth: int = 0) -> bool:
+        if value in memo:
+            return memo[value]
+        op = value.owner
+        found = False
+        if isinstance(op, tile.ThreadIdOp):
+            found = True
+        elif isinstance(op, tile.LoadOp) and op.source in tainted:
+            found = True
+        elif isinstance(op, Operation) and depth < 64:
+            found = any(depends(v, depth + 1) for v in op.operands)
+        memo[value] = found
+        return found
+
+    def under_thread_branch(op: Operation) -> bool:
+        parent = op.parent_op()
+        while parent is not None and parent is not kernel:
+            if isinstance(parent, scf.IfOp) and depends(parent.cond):
+                return True
+            parent = parent.parent_op()
+        return False
+
+    stores: list[tile.StoreOp] = []
+    changed = True
+    while changed:
+        changed = False
+        memo.clear()
+        for op in kernel.walk():
+            if not isinstance(op, tile.StoreOp) or op.dest.type.scope not in ("fragment", "local"):
+                continue
+            if not isinstance(op.dest.owner, tile.AllocOp) or tile.enclosing(op, tile.ParallelOp) is not None:
+                continue
+            if op in stores:
+                continue
+            if depends(op.value) or any(depends(i) for i in op.indices) or under_thread_branch(op):
+                stores.append(op)
+                if op.dest not in tainted:
+                    tainted.add(op.dest)
+                    changed = True
+    return tainted, stores
+
+
+def localize_per_thread_fragments(kernel: tile.KernelOp) -> None:
+    """A fragment that threads fill with values of their own outside T.Parallel (TileLang's per-thread
+    registers: sparse MLA seesaw's `prefetch_indices`, each producer thread's next indices) is each
+    thread's whole buffer, as T.alloc_local is: a local buffer. A shared trip (the other irregular
+    accesses') would keep one thread's values for all. Such a fragment that whole-tile work or
+    T.Parallel also uses (laid out across the threads there) is a located error."""
+    from tilec.errors import error_at
+
+    tainted, stores = _thread_tainted(kernel)
+    for value in tainted:
+        alloc = value.owner
+        if value.type.scope != "fragment":
+            continue
+        other = next((u.operation for u in value.uses if not isinstance(u.operation, tile.LoadOp | tile.StoreOp)
+                      or tile.enclosing(u.operation, tile.ParallelOp) is not None), None)
+        if other is not None:
+            store = next(s for s in stores if s.dest is value)
+            raise error_at(store, "each thread stores a value of its own into this fragment outside T.Parallel, "
+                                  "and the fragment is laid out across the threads by its other uses (T.Parallel, "
+                                  "a gemm, a copy): the threads would overwrite each other's elements",
+                           hint="keep per-thread values in a T.alloc_local buffer (each thread's own registers)")
+        local = _new_buffer(alloc, "local", "local")
+        local.result.name_hint = value.name_hint
+        value.replace_all_uses_with(local.result)
+        Rewriter.erase_op(alloc)
+
+
+__all__ += ["localize_per_thread_fragments"]

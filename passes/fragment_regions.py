@@ -165,7 +165,7 @@ def _expand_access(op: tile.LoadOp | tile.StoreOp, region: tile.RegionOp) -> Non
     if isinstance(op, tile.LoadOp):
         new = ops.add(tile.LoadOp(region.source, index)).owner
         Rewriter.insert_op(list(ops), InsertPoint.before(op))
-        op.result.replace_by(new.result)
+        op.result.replace_all_uses_with(new.result)
     else:
         ops.add(tile.StoreOp(op.value, region.source, index))
         Rewriter.insert_op(list(ops), InsertPoint.before(op))

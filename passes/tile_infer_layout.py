@@ -55,6 +55,7 @@ from .fragment_conversions import (
     convert_layouts,
     fragment_view,
     regular_access,
+    localize_per_thread_fragments,
     stage_irregular_accesses,
 )
 from .fragment_regions import expand_region_uses
@@ -353,6 +354,7 @@ class TileInferLayoutPass(ModulePass):
             if not isinstance(kernel, tile.KernelOp):
                 continue
             check_thread_branches(kernel)
+            localize_per_thread_fragments(kernel)  # (before any layout: each thread's own registers)
             expand_region_uses(kernel)
             rotate_shifted_accesses(kernel)
             check_view_sources(kernel)
