@@ -214,6 +214,15 @@ def stage_irregular_accesses(kernel: tile.KernelOp) -> None:
     for alloc, found in sites.items():
         if not found:
             continue
+        for site in found:
+            if isinstance(site, tile.StoreOp) and not any(_on_thread(i) for i in site.indices) and \
+                    _on_thread(site.value):
+                from tilec.errors import error_at
+
+                raise error_at(site, "each thread stores a value of its own into this one element of a fragment "
+                                     "laid out across the threads, through one shared copy: they would overwrite "
+                                     "each other",
+                               hint="keep per-thread values in a T.alloc_local buffer (each thread's own registers)")
         shared = _new_buffer(alloc, "shared", "shared").result
         value, copied_at = alloc.result, set()
         for site in found:
@@ -233,8 +242,8 @@ def stage_irregular_accesses(kernel: tile.KernelOp) -> None:
 
 def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.StoreOp]]:
     """The fragment and local buffers that some thread stores a value of its own into (a value, an
-    index or an enclosing `scf.if` condition computed from the thread index, or loaded from such a
-    buffer), and those stores."""
+    index, an enclosing `scf.if` condition or loop bound computed from the thread index, an atomic's
+    previous value, or a value loaded from such a buffer), and those stores."""
     tainted: set[SSAValue] = set()
     memo: dict[SSAValue, bool] = {}
 
@@ -243,7 +252,7 @@ def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.Sto
             return memo[value]
         op = value.owner
         found = False
-        if isinstance(op, tile.ThreadIdOp):
+        if isinstance(op, tile.ThreadIdOp | tile.AtomicOp):  # (an atomic's previous value: each thread's own)
             found = True
         elif isinstance(op, tile.LoadOp) and op.source in tainted:
             found = True
@@ -257,6 +266,8 @@ def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.Sto
         while parent is not None and parent is not kernel:
             if isinstance(parent, scf.IfOp) and depends(parent.cond):
                 return True
+            if isinstance(parent, tile.ForOp | scf.ForOp) and any(depends(v) for v in parent.operands[:3]):
+                return True  # a trip count of the thread's own
             parent = parent.parent_op()
         return False
 
@@ -281,30 +292,33 @@ def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.Sto
 
 
 def localize_per_thread_fragments(kernel: tile.KernelOp) -> None:
-    """A fragment that threads fill with values of their own outside T.Parallel (TileLang's per-thread
-    registers: sparse MLA seesaw's `prefetch_indices`, each producer thread's next indices) is each
-    thread's whole buffer, as T.alloc_local is: a local buffer. A shared trip (the other irregular
-    accesses') would keep one thread's values for all. Such a fragment that whole-tile work or
-    T.Parallel also uses (laid out across the threads there) is a located error."""
-    from tilec.errors import error_at
-
-    tainted, stores = _thread_tainted(kernel)
+    """A fragment that threads fill with values of their own outside T.Parallel and that only element
+    accesses outside T.Parallel and fills use (TileLang's per-thread registers: sparse MLA seesaw's
+    `prefetch_indices`, each producer thread's next indices) is each thread's whole buffer, as
+    T.alloc_local is: a local buffer. A shared trip (the other irregular accesses') would keep one
+    thread's values for all. One that T.Parallel or a tile op also uses keeps its layout (and
+    `stage_irregular_accesses` refuses a shared trip of one element with values of the threads' own)."""
+    tainted, _ = _thread_tainted(kernel)
     for value in tainted:
         alloc = value.owner
         if value.type.scope != "fragment":
             continue
-        other = next((u.operation for u in value.uses if not isinstance(u.operation, tile.LoadOp | tile.StoreOp)
-                      or tile.enclosing(u.operation, tile.ParallelOp) is not None), None)
-        if other is not None:
-            store = next(s for s in stores if s.dest is value)
-            raise error_at(store, "each thread stores a value of its own into this fragment outside T.Parallel, "
-                                  "and the fragment is laid out across the threads by its other uses (T.Parallel, "
-                                  "a gemm, a copy): the threads would overwrite each other's elements",
-                           hint="keep per-thread values in a T.alloc_local buffer (each thread's own registers)")
+        laid_out = any(not isinstance(u.operation, tile.LoadOp | tile.StoreOp | tile.FillOp)
+                       or tile.enclosing(u.operation, tile.ParallelOp) is not None for u in value.uses)
+        if laid_out:
+            continue
         local = _new_buffer(alloc, "local", "local")
         local.result.name_hint = value.name_hint
         value.replace_all_uses_with(local.result)
         Rewriter.erase_op(alloc)
+
+
+def _on_thread(value: SSAValue, depth: int = 0) -> bool:
+    """Whether `value` is computed from the thread index or an atomic (not through memory)."""
+    op = value.owner
+    if isinstance(op, tile.ThreadIdOp | tile.AtomicOp):
+        return True
+    return isinstance(op, Operation) and depth < 64 and any(_on_thread(v, depth + 1) for v in op.operands)
 
 
 __all__ += ["localize_per_thread_fragments"]

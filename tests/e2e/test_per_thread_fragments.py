@@ -91,7 +91,7 @@ def test_a_per_thread_store_into_a_fragment_laid_out_across_threads_is_a_located
 
     lines, first = inspect.getsourcelines(per_thread_store_into_a_laid_out_fragment)
     line = first + next(k for k, text in enumerate(lines) if "# ERR" in text)
-    with pytest.raises(tilec.TilecError, match="each thread stores a value of its own into this fragment") as e:
+    with pytest.raises(tilec.TilecError, match="each thread stores a value of its own into this one element of a fragment laid out across") as e:
         tilec.compile(per_thread_store_into_a_laid_out_fragment(), target="sm_90a")
     assert f"test_per_thread_fragments.py:{line}:" in str(e.value).splitlines()[0]
 
@@ -104,3 +104,68 @@ def test_each_thread_keeps_its_own_fragment_on_the_gpu():
     out = torch.zeros(512, dtype=torch.int32, device="cuda")
     tilec.compile(prefetch(), target="cuda")(torch.from_numpy(idx).cuda(), out)
     np.testing.assert_array_equal(out.cpu().numpy(), (idx.reshape(128, 4)[:, ::-1] * 2).reshape(-1))
+
+
+def cleared_then_accumulated():
+    """T.clear of a fragment, then each thread adds its own values: each thread's registers (a fill
+    keeps a fragment local)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((512,), T.float32), Out: T.Tensor((512,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            acc = T.alloc_fragment((4,), T.float32)
+            tx = T.get_thread_binding()
+            T.clear(acc)
+            for r in T.serial(4):
+                acc[r] = acc[r] + A[tx * 4 + r]
+            for r in T.serial(4):
+                Out[tx * 4 + r] = acc[r]
+
+    return main
+
+
+def atomic_tickets():
+    """Each thread's previous values of an atomic counter, kept in a fragment."""
+
+    @T.prim_func
+    def main(C: T.Tensor((1,), T.int32), Out: T.Tensor((512,), T.int32)):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((4,), T.int32)
+            tx = T.get_thread_binding()
+            for r in T.serial(4):
+                f[r] = T.atomic_add(C[0], 1, return_prev=True)
+            for r in T.serial(4):
+                Out[tx * 4 + r] = f[r]
+
+    return main
+
+
+def own_element_then_reduce():
+    """Each thread writes its own element of a fragment a reduction then reads: the elements are
+    distinct, so the fragment keeps its layout (and its shared trip)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32), Out: T.Tensor((1,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), T.float32)
+            s = T.alloc_fragment((1,), T.float32)
+            tx = T.get_thread_binding()
+            f[tx] = A[tx] * 2
+            T.reduce_sum(f, s, dim=0)
+            Out[0] = s[0]
+
+    return main
+
+
+def test_fills_atomics_and_distinct_elements_stay_right():
+    rng = np.random.default_rng()
+    a = rng.standard_normal(512).astype(np.float32)
+    out = np.zeros(512, np.float32)
+    tilec.compile(cleared_then_accumulated(), target="sim")(a, out)
+    np.testing.assert_array_equal(out, a)
+    tickets = np.zeros(512, np.int32)
+    tilec.compile(atomic_tickets(), target="sim")(np.zeros(1, np.int32), tickets)
+    np.testing.assert_array_equal(np.sort(tickets), np.arange(512))
+    total = np.zeros(1, np.float32)
+    tilec.compile(own_element_then_reduce(), target="sim")(a[:128].copy(), total)
+    np.testing.assert_allclose(total, [2 * a[:128].sum()], rtol=1e-5)
