@@ -328,8 +328,12 @@ class JITFunction:
         return spec, consts
 
     # eager ----------------------------------------------------------------
-    def compile(self, **kwargs) -> JITKernel:
-        """Builds an eager kernel for explicit `T.const` sizes and compile-time arguments."""
+    def compile(self, *args, **kwargs) -> JITKernel:
+        """Builds an eager kernel for explicit `T.const` sizes and compile-time arguments; given a
+        call's arguments (tensors, whose shapes bind the sizes), the kernel that call runs, built and
+        not run, as TileLang's `compile(*args)` (`get_kernel`)."""
+        if args:
+            return self.get_kernel(*args, **kwargs)
         if not self._eager:
             return self._lazy(**kwargs)
         spec, consts = self._split_eager_kwargs(kwargs)

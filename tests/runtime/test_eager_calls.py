@@ -141,3 +141,13 @@ def test_launch_overhead_bench_runs_on_the_cpu():
     assert [name for name, _ in rows] == ["tilec compiled (auto)", "tilec eager (auto)"]
     assert all(launch_overhead.per_call_us(call, calls=2) > 0 for _, call in rows)
     assert np.isfinite([launch_overhead.per_call_us(rows[1][1], calls=2)]).all()
+
+
+def test_compile_with_a_calls_arguments_builds_that_calls_kernel():
+    """TileLang's `kernel = f.compile(*args)` (sparse MLA's `return_kernel=True`): the kernel the
+    call with these arguments runs, built and not run; keywords alone stay explicit sizes."""
+    add = make_add()
+    a, b = torch.randn(384), torch.randn(384)
+    kernel = add.compile(a, b, block=64)
+    assert kernel is add.get_kernel(a, b, block=64) and kernel is add.compile(N=384, block=64)
+    torch.testing.assert_close(kernel(a, b), a + b)
