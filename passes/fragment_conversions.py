@@ -29,8 +29,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from .analysis import constant_value
 
-__all__ = ["convert_layouts", "fragment_view", "is_fragment_alloc", "located", "reads", "regular_access", "stage_irregular_accesses",
-           "writes"]
+__all__ = ["convert_layouts", "fragment_view", "is_fragment_alloc", "localize_per_thread_fragments", "located", "reads",
+           "regular_access", "stage_irregular_accesses", "writes"]
 
 
 def regular_access(dims: tuple[int | None, ...], loop_shape, shape) -> bool:
@@ -240,10 +240,10 @@ def stage_irregular_accesses(kernel: tile.KernelOp) -> None:
 # ------------------------------------------------------------------ per-thread fragments
 
 
-def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.StoreOp]]:
+def _thread_tainted(kernel: tile.KernelOp) -> set[SSAValue]:
     """The fragment and local buffers that some thread stores a value of its own into (a value, an
     index, an enclosing `scf.if` condition or loop bound computed from the thread index, an atomic's
-    previous value, or a value loaded from such a buffer), and those stores."""
+    previous value, or a value loaded from such a buffer)."""
     tainted: set[SSAValue] = set()
     memo: dict[SSAValue, bool] = {}
 
@@ -252,10 +252,8 @@ def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.Sto
             return memo[value]
         op = value.owner
         found = False
-        if isinstance(op, tile.ThreadIdOp | tile.AtomicOp):  # (an atomic's previous value: each thread's own)
-            found = True
-        elif isinstance(op, tile.LoadOp) and op.source in tainted:
-            found = True
+        if isinstance(op, tile.ThreadIdOp | tile.AtomicOp) or isinstance(op, tile.LoadOp) and op.source in tainted:
+            found = True  # (an atomic's previous value is each thread's own)
         elif isinstance(op, Operation) and depth < 64:
             found = any(depends(v, depth + 1) for v in op.operands)
         memo[value] = found
@@ -271,7 +269,6 @@ def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.Sto
             parent = parent.parent_op()
         return False
 
-    stores: list[tile.StoreOp] = []
     changed = True
     while changed:
         changed = False
@@ -281,14 +278,12 @@ def _thread_tainted(kernel: tile.KernelOp) -> tuple[set[SSAValue], list[tile.Sto
                 continue
             if not isinstance(op.dest.owner, tile.AllocOp) or tile.enclosing(op, tile.ParallelOp) is not None:
                 continue
-            if op in stores:
+            if op.dest in tainted:
                 continue
             if depends(op.value) or any(depends(i) for i in op.indices) or under_thread_branch(op):
-                stores.append(op)
-                if op.dest not in tainted:
-                    tainted.add(op.dest)
-                    changed = True
-    return tainted, stores
+                tainted.add(op.dest)
+                changed = True
+    return tainted
 
 
 def localize_per_thread_fragments(kernel: tile.KernelOp) -> None:
@@ -298,8 +293,7 @@ def localize_per_thread_fragments(kernel: tile.KernelOp) -> None:
     T.alloc_local is: a local buffer. A shared trip (the other irregular accesses') would keep one
     thread's values for all. One that T.Parallel or a tile op also uses keeps its layout (and
     `stage_irregular_accesses` refuses a shared trip of one element with values of the threads' own)."""
-    tainted, _ = _thread_tainted(kernel)
-    for value in tainted:
+    for value in _thread_tainted(kernel):
         alloc = value.owner
         if value.type.scope != "fragment":
             continue
@@ -320,5 +314,3 @@ def _on_thread(value: SSAValue, depth: int = 0) -> bool:
         return True
     return isinstance(op, Operation) and depth < 64 and any(_on_thread(v, depth + 1) for v in op.operands)
 
-
-__all__ += ["localize_per_thread_fragments"]

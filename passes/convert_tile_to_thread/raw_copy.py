@@ -28,6 +28,7 @@ from xdsl.ir import SSAValue
 from .context import Lowerer
 from .memory import Index, View, global_ptr, shared_ptr
 from .registry import uniform
+from .sync import _barrier_ptr
 
 
 def _index(L: Lowerer, value: SSAValue) -> Index:
@@ -88,6 +89,5 @@ def _cp_async(L: Lowerer, op: tile.CpAsyncOp) -> None:
 
 @uniform(tile.CpAsyncArriveOp)
 def _cp_async_arrive(L: Lowerer, op: tile.CpAsyncArriveOp) -> None:
-    view = L.views[op.barrier]
-    ptr = shared_ptr(L, view, [0 if op.index is None else L.val(op.index)])
-    L.emit(nvvm.CpAsyncMBarrierArriveSharedOp.create(operands=[ptr], properties={"noinc": UnitAttr()}))
+    L.emit(nvvm.CpAsyncMBarrierArriveSharedOp.create(operands=[_barrier_ptr(L, op.barrier, op.index)],
+                                                      properties={"noinc": UnitAttr()}))

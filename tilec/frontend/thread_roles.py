@@ -62,8 +62,7 @@ _WHOLE_TILE_CALLS = frozenset({
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
            ast.Mod: operator.mod, ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
            ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-            ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_COMPARE = {**ws._COMPARE, ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
 @dataclass
@@ -196,27 +195,31 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
 def emit(v, p: Plan) -> None:
     """The kernel body: the prologue's declarations, then one `tile.warp_specialize` of the roles."""
     computed = ws._prologue(v, p.prologue, frozenset(p.tids))
+    work = {id(s): _prologue_work(v, s) for s in computed}
     consumers = [x for x in p.sides if not x.producer]
+    runs = {id(x): [s for s in computed if {"thread": True, "registers": not x.producer,
+                                            "memory": x is consumers[0]}[work[id(s)]]] for x in p.sides}
+    met = "memory" in work.values()
     producer = next(x for x in p.sides if x.producer)
     split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP, consumer_groups=len(consumers),
                                            all_producer_threads=True))
     regs: list[tuple[int, int, object]] = []  # (first thread, count, location) of each role's T.set_max_nreg
     try:
         with v.runtime_region(split.producer.block, carried=False):
-            _role(v, producer, p, computed, regs)
+            _role(v, producer, p, runs[id(producer)], met, regs)
         with v.runtime_region(split.consumer.block, carried=False):
             group = v.b.emit(tile.ConsumerGroupOp()).results[0] if len(consumers) > 1 else None
-            _groups(v, group, consumers, 0, p, computed, regs)
+            _groups(v, group, consumers, 0, p, runs, met, regs)
     finally:
         v.ws = None
     _check_registers(v, regs, len(p.sides))
     v.b.verify(split)
 
 
-def _groups(v, group, sides: list[Side], g: int, p: Plan, computed, regs) -> None:
+def _groups(v, group, sides: list[Side], g: int, p: Plan, runs: dict, met: bool, regs) -> None:
     """Consumer group g's side if the running group is g, else the next groups'."""
     if len(sides) == 1:
-        _role(v, sides[0], p, computed, regs)
+        _role(v, sides[0], p, runs[id(sides[0])], met, regs)
         return
     cond = v.b.emit(arith.CmpiOp(group, v.index_ssa(g), "eq")).results[0]
     then_block, else_block = Block(), Block()
@@ -224,28 +227,22 @@ def _groups(v, group, sides: list[Side], g: int, p: Plan, computed, regs) -> Non
     then_block.add_op(scf.YieldOp())
     else_block.add_op(scf.YieldOp())
     with v.runtime_region(then_block, carried=False):
-        _role(v, sides[0], p, computed, regs)
+        _role(v, sides[0], p, runs[id(sides[0])], met, regs)
     with v.runtime_region(else_block, carried=False):
-        _groups(v, group, sides[1:], g + 1, p, computed, regs)
+        _groups(v, group, sides[1:], g + 1, p, runs, met, regs)
 
 
-def _role(v, side: Side, p: Plan, computed: list[ast.stmt], regs) -> None:
-    """One side on its warpgroup: the prologue's statements, then the side's, per thread. The
-    prologue's whole-tile work (a T.copy of tiles all threads share) runs in the first consumer
-    group alone, on its warpgroup, and the block's threads meet after the prologue (TileLang's
-    threads share that work and meet after it)."""
+def _role(v, side: Side, p: Plan, prologue: list[ast.stmt], met: bool, regs) -> None:
+    """One side on its warpgroup: its share of the prologue's statements (`_prologue_work`), then
+    the side's, per thread; with `met`, the block's threads meet after the prologue (TileLang's
+    threads share its tile work and meet after it)."""
     threads = len(p.sides) * WARPGROUP
-    state = v.ws = ws.WsState("threads", base=side.base, prologue=True, start_regs=tile.launch_registers(threads),
-                              threads=threads)
+    state = v.ws = ws.WsState("threads", base=side.base, prologue=True, threads=threads)
     for name in p.tids:
         v.bind(name, thread_index(v))
-    shared_work = [s for s in computed if _calls([s]) & _WHOLE_TILE_CALLS and _writes_memory(v, s)]
-    register_work = [s for s in computed if _calls([s]) & _WHOLE_TILE_CALLS and s not in shared_work]
-    first_consumer = side is next(x for x in p.sides if not x.producer)
-    v.visit_body([s for s in computed if s not in shared_work and (s not in register_work or not side.producer)
-                  or s in shared_work and first_consumer])
-    _check_pending(v, state, computed)
-    if shared_work:
+    v.visit_body(prologue)
+    _check_pending(v, state, prologue)
+    if met:
         v.b.emit(tile.BarrierOp(0, threads))
     state.prologue = False
     state.block = v.b.blocks[-1]
@@ -255,18 +252,22 @@ def _role(v, side: Side, p: Plan, computed: list[ast.stmt], regs) -> None:
         regs.append((side.base, *state.regs))
 
 
-def _writes_memory(v, s: ast.stmt) -> bool:
-    """Whether `s` may write shared or global memory (else only registers: fragments, locals)."""
+def _prologue_work(v, s: ast.stmt) -> str:
+    """Who runs statement `s` of the prologue: "thread" (each thread of every role: scalar code,
+    arrivals, T.tma_copy), "registers" (whole-tile work on fragments: each consumer group, its own
+    registers) or "memory" (whole-tile work on shared or global memory: the first consumer group)."""
+    if not _calls([s]) & _WHOLE_TILE_CALLS:
+        return "thread"
     written = ws._touched(v, [s])
-    if any(ws._is_memory(v, name) for name in written):
-        if any(not ws._is_memory(v, name) and isinstance(v.frame.names.get(name), TileRef) for name in written):
-            v.b.loc = v.loc_of(s)
-            raise v.b.error("before warpgroup roles, whole-tile work that writes both registers (a fragment) and "
-                            "shared or global memory: tilec runs the memory work on one warpgroup and the register "
-                            "work on each consumer warpgroup (each its own registers)",
-                            hint="split it into a statement for the memory and one for the fragment")
-        return True
-    return False
+    if not any(ws._is_memory(v, name) for name in written):
+        return "registers"
+    if any(not ws._is_memory(v, name) and isinstance(v.frame.names.get(name), TileRef) for name in written):
+        v.b.loc = v.loc_of(s)
+        raise v.b.error("before warpgroup roles, whole-tile work that writes both registers (a fragment) and "
+                        "shared or global memory: tilec runs the memory work on one warpgroup and the register "
+                        "work on each consumer warpgroup (each its own registers)",
+                        hint="split it into a statement for the memory and one for the fragment")
+    return "memory"
 
 
 def _check_pending(v, state, stmts) -> None:
@@ -362,7 +363,7 @@ def set_max_nreg(v, count: int, increase: bool) -> None:
         raise v.b.error("a second T.set_max_nreg in this warpgroup role: tilec sets a role's registers once")
     if not (24 <= count <= 256 and count % 8 == 0):
         raise v.b.error(f"T.set_max_nreg: the count must be a multiple of 8 in [24, 256], got {count}")
-    start = v.ws.start_regs
+    start = tile.launch_registers(v.ws.threads)
     if count < start if increase else count > start:
         kind, way = ("inc", "raise") if increase else ("dec", "lower")
         raise v.b.error(f"T.set_max_nreg({count}, {int(increase)}) is setmaxnreg.{kind}, which may only {way} a "
@@ -372,4 +373,4 @@ def set_max_nreg(v, count: int, increase: bool) -> None:
     v.b.emit(tile.SetMaxNRegOp(count, increase))
 
 
-__all__ = ["Plan", "barrier_arrive", "emit", "plan", "set_max_nreg", "tma_copy", "thread_index"]
+__all__ = ["Plan", "barrier_arrive", "emit", "plan", "set_max_nreg", "sync_threads", "thread_index", "tma_copy"]

@@ -75,7 +75,6 @@ class WsState:
     base: int = 0  # ("threads") the kernel's index of the role's first thread
     prologue: bool = False  # ("threads") building the kernel's statements before the roles
     regs: tuple | None = None  # ("threads") the role's T.set_max_nreg count and its location
-    start_regs: int = 0  # ("threads") the registers each thread of the block starts with
     block: object = None  # ("threads") the role's block (T.set_max_nreg stands there)
     threads: int = 0  # ("threads") the block's threads, every role's
 

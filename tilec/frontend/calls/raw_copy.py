@@ -20,9 +20,10 @@ from xdsl.dialects.builtin import i1
 
 from tilec.dialects import tile
 
-from ..values import Access, BarrierRef, SliceIndex, TileRef
+from ..values import Access, SliceIndex, TileRef
 from .operands import describe_, require_kernel, static_int
 from .registry import builtin_name, handles
+from .sync import _barrier
 
 _ACCESS_TYPES = ("r", "w", "rw", 1, 2, 3)
 
@@ -161,8 +162,5 @@ def ptx_cp_async(v, dst_access_ptr, src_access_ptr, num_elems, predicate):
 @handles("cp_async_barrier_noinc")
 def cp_async_barrier_noinc(v, barrier):
     _per_thread(v, "T.cp_async_barrier_noinc")
-    if not isinstance(barrier, BarrierRef):
-        raise v.b.error(f"T.cp_async_barrier_noinc takes a barrier of T.alloc_barrier, got {describe_(barrier)}")
-    if barrier.index is None and barrier.count != 1:
-        raise v.b.error(f"T.cp_async_barrier_noinc: an array of {barrier.count} barriers needs an index (`bars[i]`)")
-    v.b.emit(tile.CpAsyncArriveOp(barrier.ssa, barrier.index))
+    b = _barrier(v, barrier, "T.cp_async_barrier_noinc")
+    v.b.emit(tile.CpAsyncArriveOp(b.ssa, b.index))
