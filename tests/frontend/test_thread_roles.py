@@ -532,6 +532,7 @@ def main_factory():
     def main(A: T.Tensor(({M}, {K}), T.float16), C: T.Tensor(({M}, {K}), T.float16)):
         with T.Kernel(1, threads=384) as bx:
             A_s = T.alloc_shared(({BM}, {BK}), T.float16)
+            frag = T.alloc_fragment(({BM}, {BK}), T.float16)
             bar = T.alloc_barrier(128)
             tx = T.get_thread_binding()
             {prologue}
@@ -550,22 +551,31 @@ def main_factory():
 
 
 @pytest.mark.parametrize("consumer0, prologue, message", [
-    ("T.sync_threads()", "", r"T.sync_threads\(\) in a warpgroup role waits for every thread of the block"),
-    ("if bx == 0:\n                    T.set_max_nreg(240, 1)", "",
+    ("T.sync_threads()  # ERR", "", r"T.sync_threads\(\) in a warpgroup role waits for every thread of the block"),
+    ("if bx == 0:\n                    T.set_max_nreg(240, 1)  # ERR", "",
      "T.set_max_nreg in a warpgroup role is setmaxnreg, which every thread of the warpgroup must run together"),
-    ("pass", "tx = 383 - tx", "`tx` holds the thread index the kernel splits its warpgroups by, and is assigned again"),
+    ("pass", "T.set_max_nreg(240, 1)  # ERR",
+     "T.set_max_nreg in a warpgroup role is setmaxnreg, which every thread of the warpgroup must run together"),
+    ("T.set_max_nreg(240, 1)\n                T.set_max_nreg(240, 1)  # ERR", "",
+     "a second T.set_max_nreg in this warpgroup role"),
+    ("T.set_max_nreg(236, 1)  # ERR", "", r"T.set_max_nreg: the count must be a multiple of 8 in \[24, 256\], got 236"),
+    ("pass", "tx = 383 - tx  # ERR",
+     "`tx` holds the thread index the kernel splits its warpgroups by, and is assigned again"),
+    ("pass", "for i, j in T.Parallel(16, 16):  # ERR\n                frag[i, j] = A[i, j]\n                A_s[i, j] = A[i, j]",
+     "before warpgroup roles, whole-tile work that writes both registers"),
 ])
 def test_role_code_tilec_refuses_is_a_located_error(tmp_path, consumer0, prologue, message):
     import importlib.util
 
     path = tmp_path / "roles_kernel.py"
     path.write_text("import tilec.language as T\n" + _roles_with(consumer0, prologue))
+    line = 1 + next(k for k, text in enumerate(path.read_text().splitlines()) if "# ERR" in text)
     spec = importlib.util.spec_from_file_location("roles_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with pytest.raises(tilec.TilecError, match=message) as e:
         tilec.compile(module.main_factory(), target="sm_90a")
-    assert "roles_kernel.py:" in str(e.value).splitlines()[0]
+    assert f"roles_kernel.py:{line}:" in str(e.value).splitlines()[0]
 
 
 @pytest.mark.gpu
