@@ -116,7 +116,32 @@ def _mma(t: T, op: nvvm.MmaSyncOp) -> None:
 
 @lowers(nvvm.WgmmaFenceAlignedOp)
 def _wgmma_fence(t: T, op) -> None:
+    _fence_operands(t, op)
     t.call("llvm.nvvm.wgmma.fence.sync.aligned", VOID, [])
+
+
+def _fence_operands(t: T, op: nvvm.WgmmaFenceAlignedOp) -> None:
+    """Give the next wgmma's accumulator inputs registers of their own before the fence.
+    The wgmma ties each input to its output, so an input that is not a register of its own
+    (a constant, or a value standing in two places, as a masked init's -inf and 0 do) is copied
+    into one right at the wgmma, after the fence; ptxas then finds registers written between
+    the fence and the wgmma and injects a warpgroup.arrive of its own (C7519), which serializes
+    the wgmmas. An empty inline asm taking and returning each input (CUTLASS's
+    warpgroup_fence_operand) makes those copies before the fence instead."""
+    wgmma = op.next_op
+    while wgmma is not None and not isinstance(wgmma, nvvm.WgmmaMmaAsyncOp):
+        wgmma = wgmma.next_op
+    if wgmma is None or wgmma.inouts is None or wgmma.inouts not in t.values:
+        return
+    flat, _ = _scalars(t, [t.get(wgmma.inouts)])
+    outs = ",".join("=" + _CONSTRAINT[str(v.type)] for v in flat)
+    ties = ",".join(str(i) for i in range(len(flat)))
+    res = t.b.asm(ir.FunctionType(t.types.struct([v.type for v in flat]), [v.type for v in flat]), "",
+                  f"{outs},{ties}", flat, True)
+    agg, build = ir.Constant(t.get(wgmma.inouts).type, ir.Undefined), not t.reads_members_only(wgmma.inouts)
+    for i in range(len(flat)):
+        agg = t.insert_value(agg, t.b.extract_value(res, i), i, build=build)
+    t.values[wgmma.inouts] = agg
 
 
 @lowers(nvvm.WgmmaCommitGroupSyncAlignedOp)

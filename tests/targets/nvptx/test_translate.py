@@ -368,3 +368,45 @@ def test_wgmma_ptx():
     if pytest.importorskip("shutil").which("ptxas"):
         _, report = assemble(ptx, "sm_90a")
         assert "C75" not in report.log, report.log  # no serialization warnings (C7510/C7511/C7519)
+
+
+def _masked_init_wgmma() -> str:
+    """One accumulating m64n64k16 wgmma whose 32 accumulator inputs are two values (a mask's 0
+    and -inf, as a masked attention score starts), each standing in sixteen places."""
+    acc = "!llvm.struct<(" + ", ".join(["f32"] * 32) + ")>"
+    inserts = [f"%acc{i + 1} = llvm.insertvalue %{'z' if i % 2 else 'm'}, %acc{i}[{i}] : {acc}" for i in range(32)]
+    return WGMMA.replace("  nvvm.wgmma.fence.aligned\n", "\n".join([
+        "  %t0 = \"gpu.thread_id\"() <{dimension = #gpu<dim x>}> : () -> index",
+        "  %ti = arith.index_cast %t0 : index to i32",
+        "  %one = arith.constant 1 : i32",
+        "  %bit = arith.andi %ti, %one : i32",
+        "  %keep = arith.cmpi eq, %bit, %one : i32",
+        "  %zero = arith.constant 0.0 : f32",
+        "  %ninf = arith.constant 0xFF800000 : f32",
+        "  %m = arith.select %keep, %zero, %ninf : f32",
+        "  %z = arith.select %keep, %ninf, %zero : f32",
+        f"  %acc0 = llvm.mlir.undef : {acc}",
+        *("  " + line for line in inserts),
+        "  nvvm.wgmma.fence.aligned", ""])).replace(
+        '%d0 = "nvvm.wgmma.mma_async"(%desc, %desc) <{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, '
+        'typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, '
+        'operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (i64, i64)',
+        '%d0 = "nvvm.wgmma.mma_async"(%desc, %desc, %acc32) <{shape = #nvvm.shape<m = 64, n = 64, k = 16>, typeA = #nvvm.mma_type<f16>, '
+        'typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, '
+        f'operandSegmentSizes = array<i32: 1, 1, 1, 0>}}> : (i64, i64, {acc})')
+
+
+def test_wgmma_accumulator_inputs_get_registers_before_the_fence():
+    """An input standing in several accumulator places is copied into a register of its own
+    for each; the copies must come before wgmma.fence, not between it and the wgmma, where
+    ptxas injects a warpgroup.arrive of its own (C7519: the wgmmas serialize)."""
+    ptx = emit_ptx(parse(_masked_init_wgmma()), "sm_90a")
+    lines = [line.strip() for line in ptx.splitlines()]
+    fence = lines.index("wgmma.fence.sync.aligned;")
+    first = next(i for i, line in enumerate(lines) if line.startswith("wgmma.mma_async"))
+    assert lines[first].endswith(", 1, 1, 1, 0, 0;")  # accumulating: scale-d 1
+    between = [line for line in lines[fence + 1:first] if not line.startswith("//")]
+    assert not any(line.startswith("mov") for line in between), between
+    if pytest.importorskip("shutil").which("ptxas"):
+        _, report = assemble(ptx, "sm_90a")
+        assert "C75" not in report.log, report.log
