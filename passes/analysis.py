@@ -225,6 +225,15 @@ def _leaf_multiple(leaf: SSAValue) -> int:
     return 1
 
 
+def computed_from(value: SSAValue, kinds: type[Operation] | tuple[type[Operation], ...], depth: int = 0) -> bool:
+    """Whether `value` is computed from a result of an op of `kinds` through ops' operands (not
+    through memory or block arguments; chains deeper than 64 ops count as not)."""
+    op = value.owner
+    if not isinstance(op, Operation) or depth > 64:
+        return False
+    return isinstance(op, kinds) or any(computed_from(v, kinds, depth + 1) for v in op.operands)
+
+
 def root_alloc(value: SSAValue) -> tile.AllocOp | None:
     """The `tile.alloc` a buffer value comes from, through regions, reshapes and stages."""
     op = value.owner

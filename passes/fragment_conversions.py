@@ -27,7 +27,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from .analysis import constant_value
+from .analysis import computed_from, constant_value
 
 __all__ = ["convert_layouts", "fragment_view", "is_fragment_alloc", "localize_per_thread_fragments", "located", "reads",
            "regular_access", "stage_irregular_accesses", "writes"]
@@ -307,10 +307,7 @@ def localize_per_thread_fragments(kernel: tile.KernelOp) -> None:
         Rewriter.erase_op(alloc)
 
 
-def _on_thread(value: SSAValue, depth: int = 0) -> bool:
+def _on_thread(value: SSAValue) -> bool:
     """Whether `value` is computed from the thread index or an atomic (not through memory)."""
-    op = value.owner
-    if isinstance(op, tile.ThreadIdOp | tile.AtomicOp):
-        return True
-    return isinstance(op, Operation) and depth < 64 and any(_on_thread(v, depth + 1) for v in op.operands)
+    return computed_from(value, (tile.ThreadIdOp, tile.AtomicOp))
 

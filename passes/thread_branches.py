@@ -33,7 +33,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tilec.errors import error_at, loc_of
 
-from .analysis import root_alloc
+from .analysis import computed_from, root_alloc
 
 __all__ = ["check_thread_branches", "sequentialize"]
 
@@ -41,13 +41,8 @@ _PROTOCOL = (tile.MBarrierArriveOp, tile.MBarrierWaitParityOp, tile.MBarrierExpe
              tile.CpAsyncArriveOp, tile.WarpSpecializeOp, tile.ConsumerGroupOp, tile.WaitTurnOp, tile.PassTurnOp)
 
 
-def _on_thread_index(value: SSAValue, depth: int = 0) -> bool:
-    op = value.owner
-    if not isinstance(op, Operation) or depth > 32:
-        return False
-    if isinstance(op, tile.ThreadIdOp):
-        return True
-    return any(_on_thread_index(v, depth + 1) for v in op.operands)
+def _on_thread_index(value: SSAValue) -> bool:
+    return computed_from(value, tile.ThreadIdOp)
 
 
 def _whole_tile(op: Operation) -> str | None:
