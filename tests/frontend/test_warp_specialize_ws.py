@@ -289,7 +289,28 @@ def ws_three_warpgroups():
     return main
 
 
+def ws_tma_barrier(which):
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            bars = T.alloc_barrier([128, 128])
+            with T.ws(0):
+                if which == "array":
+                    T.tma_copy(A, A_s, barrier=bars)
+                else:
+                    T.tma_copy(A, A_s, barrier=A_s)
+                T.barrier_arrive(bars[0])
+            with T.ws(1):
+                T.barrier_wait(bars[0], 0)
+                T.copy(A_s, C)
+
+    return main
+
+
 @pytest.mark.parametrize("make, message", [
+    (lambda: ws_tma_barrier("array"), r"barrier= of T.tma_copy: an array of 2 barriers needs an index \(`bars\[i\]`\)"),
+    (lambda: ws_tma_barrier("buffer"), "barrier= of T.tma_copy takes a barrier of T.alloc_barrier, got"),
     (ws_with_copy_in_producer, "tile.copy in the T.ws producer: tilec runs the producer on one thread"),
     (ws_without_arrive, r"must be followed by T.barrier_arrive\(b\)"),
     (ws_producer_count, "the T.ws producer arrives on a barrier that expects 1 arrivals"),

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from tilec.dialects import tile
 
-from ..values import Access, BarrierRef, TileRef
+from ..values import Access, TileRef
 from ..warp_specialize import nbytes, tma_arrival
 from .operands import describe_, explicit_shape, region, require_kernel, stage_view, static_int
 from .registry import handles
+from .sync import barrier_ref
 
 
 @handles("copy")
@@ -40,10 +41,7 @@ def tma_copy(v, src, dst, barrier):
     require_kernel(v, "T.tma_copy", whole_tiles=True)
     if v.ws.role not in ("producer", "threads"):
         raise v.b.error("T.tma_copy(..., barrier=b) is issued by the T.ws producer warpgroup, not the consumer")
-    if not isinstance(barrier, BarrierRef):
-        raise v.b.error(f"T.tma_copy: barrier= takes a barrier of T.alloc_barrier, got {describe_(barrier)}")
-    if barrier.index is None and barrier.count != 1:
-        raise v.b.error(f"T.tma_copy: an array of {barrier.count} barriers needs an index (`bars[i]`)")
+    barrier = barrier_ref(v, barrier, "barrier= of T.tma_copy")
     target = stage_view(v, dst)
     if target is None:
         target = region(v, dst, explicit_shape(v, src), "T.tma_copy destination")

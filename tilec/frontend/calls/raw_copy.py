@@ -23,7 +23,7 @@ from tilec.dialects import tile
 from ..values import Access, SliceIndex, TileRef
 from .operands import describe_, require_kernel, static_int
 from .registry import builtin_name, handles
-from .sync import _barrier
+from .sync import barrier_ref
 
 _ACCESS_TYPES = ("r", "w", "rw", 1, 2, 3)
 
@@ -162,5 +162,5 @@ def ptx_cp_async(v, dst_access_ptr, src_access_ptr, num_elems, predicate):
 @handles("cp_async_barrier_noinc")
 def cp_async_barrier_noinc(v, barrier):
     _per_thread(v, "T.cp_async_barrier_noinc")
-    b = _barrier(v, barrier, "T.cp_async_barrier_noinc")
+    b = barrier_ref(v, barrier, "T.cp_async_barrier_noinc")
     v.b.emit(tile.CpAsyncArriveOp(b.ssa, b.index))

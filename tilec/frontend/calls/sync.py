@@ -33,7 +33,7 @@ def sync_threads(v, barrier_id, arrive_count):
     v.b.emit(tile.BarrierOp(bar, count))
 
 
-def _barrier(v, barrier, what: str) -> BarrierRef:
+def barrier_ref(v, barrier, what: str) -> BarrierRef:
     if not isinstance(barrier, BarrierRef):
         raise v.b.error(f"{what} takes a barrier of T.alloc_barrier, got {describe_(barrier)}")
     if barrier.index is None and barrier.count != 1:
@@ -55,7 +55,7 @@ def barrier_wait(v, barrier_id, parity):
 def mbarrier_arrive(v, mbarrier):
     barrier = mbarrier
     require_kernel(v, "T.mbarrier_arrive", whole_tiles=True)
-    b = _barrier(v, barrier, "T.barrier_arrive")
+    b = barrier_ref(v, barrier, "T.barrier_arrive")
     if v.ws is not None and v.ws.role == "producer":
         producer_arrive(v, b.ssa, b.index)
         return
@@ -69,7 +69,7 @@ def mbarrier_arrive(v, mbarrier):
 def mbarrier_wait_parity(v, mbarrier, parity):
     barrier = mbarrier
     require_kernel(v, "T.mbarrier_wait_parity", whole_tiles=True)
-    b = _barrier(v, barrier, "T.barrier_wait")
+    b = barrier_ref(v, barrier, "T.barrier_wait")
     if parity is None:
         raise v.b.error("T.barrier_wait needs the parity of the phase to wait for: T.barrier_wait(b, k % 2)")
     v.b.emit(tile.MBarrierWaitParityOp(b.ssa, v.index_ssa(parity), b.index))
