@@ -71,11 +71,11 @@ def _shared_bytes(st: State, mem: Memory, idx, width: int, active=None) -> np.nd
     return (idx[:, None] * size + np.arange(width * size)).reshape(-1)
 
 
-def _generic_read(st: State, mem: Memory, idx, width: int, active=None) -> None:
+def _generic_read(st: State, mem: Memory, idx, width: int, op, active=None) -> None:
     """Tell the Hopper model which shared bytes the active lanes read (`simt_hopper.note_generic_read`)."""
     where = _shared_bytes(st, mem, idx, width, active)
     if where is not None:
-        note_generic_read(st, mem, where)
+        note_generic_read(st, mem, where, op)
 
 
 def _generic_write(st: State, mem: Memory, idx, width: int, op) -> None:
@@ -95,7 +95,7 @@ def _load(op, c):
         if mem.per_thread:
             st.env[r] = mem.array[np.arange(_lanes(st)), safe]
         else:
-            _generic_read(st, mem, idx, 1)
+            _generic_read(st, mem, idx, 1, op)
             st.env[r] = scalarize(mem.array[safe])
 
     return run
@@ -133,7 +133,7 @@ def _vector_load(op, c):
         mem, idx = st.env[ref], st.env[index]
         _check(op, mem, idx, st.mask, width)
         safe = idx if st.mask is None else np.where(st.mask, idx, 0)
-        _generic_read(st, mem, idx, width)
+        _generic_read(st, mem, idx, width, op)
         st.env[r] = mem.array[np.asarray(safe)[..., None] + np.arange(width)]
 
     return run
@@ -490,7 +490,7 @@ def _cp_async(op, c):
         if h is not None and h.roles and dst.memory.what == "shared":
             item = dst.memory.array.dtype.itemsize
             where = (_shared_byte_base(dst.memory, st.shared) + at.reshape(-1, 1) * item + np.arange(item)).ravel()
-            h.defer_copy(dst.memory.array, at, data, where)
+            h.defer_copy(op, dst.memory.array, at, data, where)
             return
         dst.memory.array[at] = data
 
@@ -664,7 +664,7 @@ def _ldmatrix(op, c):
         data = p.memory.array
         _check(op, p.memory, offsets, taking_part.reshape(n), 8)
         offsets = np.where(taking_part.reshape(n), offsets, 0)  # a warp left out reads nothing
-        _generic_read(st, p.memory, offsets, 8, taking_part.reshape(n))
+        _generic_read(st, p.memory, offsets, 8, op, taking_part.reshape(n))
         lane = np.arange(n) % 32
         regs = []
         for j in range(num):

@@ -74,7 +74,9 @@ def _arrive_remote(op, c):
         target = h.peers[ptr.rank]
         with h.cv:
             for a, k in zip(addrs, counts):
-                target.barrier(op, int(a)).arrive(op, int(k), 0, f"shared byte {a} of block {ptr.rank} of the cluster")
+                bar = target.barrier(op, int(a))
+                bar.clock = target.release(bar.clock)  # (a release only in the arriving block's own roles)
+                bar.arrive(op, int(k), 0, f"shared byte {a} of block {ptr.rank} of the cluster")
             h.changed()
 
     return run

@@ -33,6 +33,10 @@ rule holds the other way too: bytes a role wrote through the generic proxy (st.s
 may be read by a TMA store only after that role's `fence.proxy.async.shared::cta`; a generic write
 into bytes a pending store still reads, an unfenced store, and a role that ends with stores not
 waited for are located errors.
+
+Two roles touching one shared byte, one of them writing, must be ordered by what they synchronize
+on (mbarrier phases, named barriers): `shared_races.RoleClocks` keeps their happens-before and
+makes a race a located error at the second access, whichever order the simulation ran them in.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ import numpy as np
 from tilec.dialects import nvvm, tile
 
 from tilec.errors import error_at
+
+from .shared_races import RoleClocks
 
 __all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "note_generic_read", "note_generic_write", "run_roles"]
 
@@ -87,11 +93,14 @@ class _MBarrier:
     phase: int = 0  # completed phases
     queued: list = field(default_factory=list)  # TMA loads not yet landed: (byte addresses, bytes)
     copies: list = field(default_factory=list)  # cp.async copies that arrive here once landed: (_Copies, lanes)
+    clock: np.ndarray | None = None  # the releases into the current phase (shared_races.RoleClocks)
+    done: np.ndarray | None = None  # ... into the last completed phase, which its waiters acquire
 
     def complete_if_done(self) -> None:
         if self.pending <= 0 and self.tx == 0 and not self.queued and not self.copies:
             self.phase += 1
             self.pending = self.count
+            self.done, self.clock = self.clock, None
 
     def arrive(self, op, count: int, tx: int, where: str) -> None:
         """`count` arrivals (after announcing `tx` bytes); more than the phase's count is an error
@@ -169,6 +178,17 @@ class Hopper:
         self.copies: dict[int, _Copies] = {}  # role thread → its cp.async copies issued, not yet landed
         self.lane_registers: np.ndarray | None = None  # per thread of the block: its registers (setmaxnreg)
         self.starved: tuple | None = None  # (op, message) of a setmaxnreg.inc waiting for registers
+        self.clocks: RoleClocks | None = None  # happens-before between the roles (inside them)
+        self.named_clock: dict[int, np.ndarray] = {}  # named barrier → the releases into its current round
+        self.named_done: dict[tuple[int, int], np.ndarray] = {}  # (named barrier, round) → ... of that round
+
+    def release(self, into: np.ndarray | None) -> np.ndarray | None:
+        """The calling role's clock joined into a barrier's (shared_races.RoleClocks.release)."""
+        return into if self.clocks is None else self.clocks.release(into)
+
+    def acquire(self, clock: np.ndarray | None) -> None:
+        if self.clocks is not None:
+            self.clocks.acquire(clock)
 
     def set_registers(self, op, lanes: np.ndarray, count: int, increase: bool) -> None:
         """`setmaxnreg` by the active `lanes` (a mask over the block's threads): each keeps `count`
@@ -200,9 +220,11 @@ class Hopper:
             self.lane_registers[lanes] = count
             self.changed()
 
-    def defer_copy(self, array: np.ndarray, at: np.ndarray, data: np.ndarray, byte_addrs: np.ndarray) -> None:
+    def defer_copy(self, op, array: np.ndarray, at: np.ndarray, data: np.ndarray, byte_addrs: np.ndarray) -> None:
         """A cp.async copy inside the roles: it lands when its thread waits for it (cp.async.wait_group) or
         when someone waits on the mbarrier its `cp.async.mbarrier.arrive` tracks it on, as late as the GPU may."""
+        if self.clocks is not None:
+            self.clocks.write(op, byte_addrs, "a cp.async copy")
         self.copies.setdefault(threading.get_ident(), _Copies()).writes.append((array, at, data, byte_addrs))
 
     def land_copies(self) -> None:
@@ -219,12 +241,15 @@ class Hopper:
             bar = self.barrier(op, addr)
             if not noinc:
                 bar.pending += lanes
+            bar.clock = self.release(bar.clock)
             bar.copies.append((pending, lanes))
             self.changed()
 
     def check_async_operand(self, op, where: np.ndarray) -> None:
         """wgmma reads bytes `where` through the async proxy: the calling role must have fenced the
         generic-proxy writes it acquired there (a producer's cp.async copies, landed by its wait)."""
+        if self.clocks is not None:
+            self.clocks.read(op, where, "a wgmma operand read")
         me = threading.get_ident()
         byte = _first_marked({t: m for t, m in self.unfenced_writes.items() if t == me}, where)
         if byte is not None:
@@ -232,10 +257,12 @@ class Hopper:
                                "st.shared) with no fence.proxy.async.shared::cta between the wait for it and the "
                                "read: the async proxy may read the old bytes on the GPU (simulated)")
 
-    def generic_read(self, byte_addrs: np.ndarray) -> None:
+    def generic_read(self, op, byte_addrs: np.ndarray) -> None:
         """The calling role read these shared bytes through the generic proxy (inside the roles)."""
         if not self.roles:
             return
+        if self.clocks is not None:
+            self.clocks.read(op, np.clip(byte_addrs, 0, self.shared.size - 1), "a read")
         self._mark(self.unfenced, byte_addrs)
 
     def _mark(self, masks: dict, byte_addrs: np.ndarray) -> None:
@@ -257,6 +284,8 @@ class Hopper:
         if not self.roles:
             return
         addrs = np.clip(byte_addrs, 0, self.shared.size - 1)
+        if self.clocks is not None:
+            self.clocks.write(op, addrs, "a write")
         busy = self.bulk_reading[addrs]
         if busy.any():
             byte = int(addrs[np.flatnonzero(busy)[0]])
@@ -339,9 +368,13 @@ class Hopper:
                 raise error_at(op, f"more threads ({arrived}) on named barrier {ident} than its count {count} "
                                    f"in one round (simulated)")
             round_ = self.rounds.get(ident, 0)
+            self.named_clock[ident] = self.release(self.named_clock.get(ident))
             if arrived == count:
                 self.named[ident] = 0
                 self.rounds[ident] = round_ + 1
+                self.named_done[(ident, round_)] = self.named_clock.pop(ident)
+                if wait:
+                    self.acquire(self.named_done[(ident, round_)])
                 self.changed()
                 return
             self.named[ident] = arrived
@@ -350,6 +383,7 @@ class Hopper:
                 self.block_until(op, lambda: self.rounds.get(ident, 0) != round_,
                                  lambda: f"simulated deadlock: every role waits, one of them on named barrier {ident} "
                                          f"({arrived} of {count} threads arrived)")
+                self.acquire(self.named_done.get((ident, round_)))
 
     def wait(self, op, addr: int, parity: int) -> None:
         """Block until the phase of `parity` at `addr` has completed."""
@@ -366,6 +400,7 @@ class Hopper:
 
         with self.cv:
             self.block_until(op, done, stuck)
+            self.acquire(self.barrier(op, addr).done)
 
     def block_until(self, op, done, stuck) -> None:
         """Wait (with `cv` held) until `done()`; when every running thread waits and none has changed
@@ -430,7 +465,9 @@ def _arrive(op, c, expect_tx: bool):
         tx = np.broadcast_to(st.env[op.txcount], (n,))[_active(st, n)] if expect_tx else np.zeros(addr.shape, np.int64)
         with h.cv:
             for a, t in zip(addr, tx):
-                h.barrier(op, int(a)).arrive(op, 1, int(t), f"shared byte {a}")
+                bar = h.barrier(op, int(a))
+                bar.clock = h.release(bar.clock)
+                bar.arrive(op, 1, int(t), f"shared byte {a}")
             h.changed()
         if not expect_tx:
             st.env[op.res] = np.int64(0)
@@ -508,6 +545,9 @@ def _tma_load(op, c):
                     t.check_async_write(op, where)
                     bar = t.barrier(op, int(bar_addr[lane]))
                     if t is h:  # lands when someone waits: a reader that did not wait reads stale data
+                        if h.clocks is not None:
+                            h.clocks.write(op, where, "a TMA load")
+                        bar.clock = h.release(bar.clock)
                         bar.queued.append((where, data))
                     else:  # another block's (multicast): lands now, under any reader not yet done
                         t.shared[where] = data
@@ -686,7 +726,9 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
             branches.append((run, mask))
     errors: list[BaseException] = []
 
-    def role(run, mask, own_env):
+    def role(run, mask, own_env, index):
+        if clocks is not None:
+            clocks.enter(index, mask)
         sub = type(st).__new__(type(st))
         for slot in ("env", "lanes", "block", "grid", "extents", "shared"):
             setattr(sub, slot, getattr(st, slot))
@@ -714,16 +756,26 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
                 h.changed()
 
     left = [len(branches)]
+    clocks = None
     with h.cv:
         h.running += len(branches) - 1
+        if not h.roles:  # the outermost roles: a fresh happens-before (what came before is the block's, in lockstep)
+            clocks = h.clocks = RoleClocks(h.shared.size, len(branches))
+            h.named_clock.clear()
+            h.named_done.clear()
+            for bar in h.barriers.values():
+                bar.clock = bar.done = None
         h.roles += 1
-    threads = [threading.Thread(target=role, args=(*b, groups is not None), daemon=True) for b in branches]
+    threads = [threading.Thread(target=role, args=(*b, groups is not None, i), daemon=True)
+               for i, b in enumerate(branches)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     with h.cv:
         h.roles -= 1
+        if clocks is not None:
+            h.clocks = None
         for t in threads:
             h.unfenced.pop(t.ident, None)
             h.unfenced_writes.pop(t.ident, None)
@@ -758,14 +810,14 @@ def _fence_proxy(op, c):
     return run
 
 
-def note_generic_read(st, mem, byte_addrs) -> None:
+def note_generic_read(st, mem, byte_addrs, op) -> None:
     """Shared bytes read through the generic proxy by the active lanes (tracked inside warp roles)."""
     h = st.env.get("__hopper__")
     if h is None or not h.roles or mem.what != "shared":
         return
     from .simt import _shared_byte_base
 
-    h.generic_read(_shared_byte_base(mem, st.shared) + np.asarray(byte_addrs, np.int64))
+    h.generic_read(op, _shared_byte_base(mem, st.shared) + np.asarray(byte_addrs, np.int64))
 
 
 HOPPER_HANDLERS = {

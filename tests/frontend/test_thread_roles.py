@@ -610,13 +610,14 @@ def row_max_in_the_second_group(rows=32, keys=64, dim=64):
             K_s = T.alloc_shared((keys, dim), T.bfloat16)
             acc = T.alloc_fragment((rows, keys), T.float32)
             m = T.alloc_fragment((rows,), T.float32)
+            q_l = T.alloc_fragment((rows, dim), T.bfloat16)
             full = T.alloc_barrier(384)
             tx = T.get_thread_binding()
             T.tma_copy(Q[0:rows, 0:dim], Q_s, barrier=full)
             T.barrier_arrive(full)
             if tx < 128:
                 T.barrier_wait(full, 0)
-                T.copy(Q_s, Q_s)
+                T.copy(Q_s, q_l)  # (reads Q_s beside group 1's gemm: whole-tile work, no race)
             elif tx < 256:
                 T.barrier_wait(full, 0)
                 T.copy(Kt, K_s)

@@ -223,6 +223,47 @@ def test_the_simulator_reports_a_tma_load_over_unfenced_generic_reads(monkeypatc
     assert f"test_warp_specialize_ws.py:{line}:" in str(e.value)
 
 
+def ws_gemm_without_the_wait_for_the_free_buffer(M, N, K, bm=64, bn=64, bk=32):
+    """ws_gemm whose producer does not wait for the consumer to be done with the one buffer (a
+    barrier per k-step, so that no phase overruns)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), T.float16)
+            B_s = T.alloc_shared((bk, bn), T.float16)
+            C_l = T.alloc_fragment((bm, bn), T.float32)
+            ready = T.alloc_barrier([128] * (K // bk))
+            with T.ws(1):
+                T.clear(C_l)
+            for ko in T.serial(K // bk):
+                with T.ws(0):
+                    T.tma_copy(A[by * bm, ko * bk], A_s, barrier=ready[ko])  # (over the tile being read)
+                    T.tma_copy(B[ko * bk, bx * bn], B_s, barrier=ready[ko])
+                    T.barrier_arrive(ready[ko])
+                with T.ws(1):
+                    T.barrier_wait(ready[ko], 0)
+                    T.gemm(A_s, B_s, C_l)
+            with T.ws(1):
+                T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("configs", [{}, "mma_sync"])
+def test_the_simulator_reports_a_race_between_the_roles_on_a_shared_buffer(configs):
+    """The producer's next TMA load overwrites the buffer the consumer's gemm reads, and nothing orders
+    the two: a located race, at the load or at the gemm (whichever the simulation runs second)."""
+    a, b = _operands(64, 64, 64)
+    with pytest.raises(TilecError, match="a race on shared byte .* no mbarrier wait or named barrier") as e:
+        tilec.compile(ws_gemm_without_the_wait_for_the_free_buffer(64, 64, 64), out_idx=[-1], target="sim",
+                      pass_configs=_MMA_SYNC if configs else {})(a, b)
+    lines = [i for i, text in enumerate(open(__file__), 1)
+             if "over the tile being read" in text or ("T.gemm(A_s, B_s, C_l)" in text and i > 200)]
+    assert any(f"test_warp_specialize_ws.py:{line}:" in str(e.value).splitlines()[0] for line in lines), str(e.value)
+    assert "note: a " in str(e.value)
+
+
 def test_pipelined_stages_around_ws_blocks_are_reported_as_not_applied():
     with pytest.warns(TilecWarning, match=r"num_stages=...\) around T.ws blocks is not applied"):
         build_prim_func(ws_gemm(64, 64, 64, stages=2), [-1])

@@ -1,0 +1,126 @@
+"""Shared-memory races between the roles of a warp-specialized block, found by happens-before.
+
+Inside `simt_hopper.run_roles` each role (the producer, each consumer group) runs in a Python
+thread of its own, and on the GPU they run at once: two accesses to a shared byte by different
+roles, one of them a write, are ordered only through what the roles synchronize on. This is the
+vector-clock method of race detectors (FastTrack, and compute-sanitizer's racecheck does the
+same job on the GPU):
+
+- each role keeps a clock per role; its accesses are stamped with its own entry;
+- a *release* (an mbarrier arrival, a TMA load or a tracked cp.async completing on an mbarrier,
+  an arrival on a named barrier) joins the role's clock into the barrier's current phase (or
+  round) and then advances the role's own entry;
+- an *acquire* (an mbarrier wait that passes, the end of a named barrier's round) joins the
+  phase's clock into the waiter's;
+- an access races with an earlier one by another role unless that role's stamp is covered by
+  the accessing role's clock, i.e. some chain of releases and acquires orders them.
+
+Writes are the generic stores (st.shared, stmatrix), TMA loads and cp.async copies, each stamped
+when issued (the bytes may land any time after); reads are the generic loads (ld.shared,
+ldmatrix) and wgmma's operand reads. A race is a located error at the later access, with the
+earlier one's location as a note. The lanes of one role run in lockstep here and are not
+checked against each other, nor are accesses outside the roles (the block runs in lockstep there).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from tilec.errors import error_at, loc_of
+
+__all__ = ["RoleClocks"]
+
+
+class RoleClocks:
+    """The clocks of one `run_roles` and the last accesses to each shared byte."""
+
+    def __init__(self, size: int, roles: int):
+        self.n = roles
+        self.index: dict[int, int] = {}  # role thread → its role
+        self.names: list[str] = [""] * roles
+        self.vc = [np.zeros(roles, np.int64) for _ in range(roles)]
+        for i in range(roles):
+            self.vc[i][i] = 1
+        self.w_role = np.full(size, -1, np.int8)  # last writer of each byte (-1: none inside the roles)
+        self.w_epoch = np.zeros(size, np.int64)
+        self.w_op = np.empty(size, object)
+        self.r_epoch = np.zeros((roles, size), np.int64)  # each role's last read of each byte (0: none)
+        self.r_op = np.empty((roles, size), object)
+        self.what: dict[int, str] = {}  # id(op) → what its access is ("a TMA load", ...)
+
+    def enter(self, role: int, lanes: np.ndarray) -> None:
+        """The calling thread runs `role`, on the block's threads `lanes` (a mask)."""
+        self.index[threading.get_ident()] = role
+        on = np.flatnonzero(lanes)
+        self.names[role] = f"threads {on[0]}..{on[-1]}" if on.size else "no threads"
+
+    def _me(self) -> int | None:
+        return self.index.get(threading.get_ident())
+
+    def release(self, into: np.ndarray | None) -> np.ndarray | None:
+        """The calling role's clock joined into `into` (a barrier phase's clock; None: none yet); the
+        role's own entry then advances, so its later accesses are not covered."""
+        me = self._me()
+        if me is None:
+            return into
+        mine = self.vc[me]
+        joined = mine.copy() if into is None or into.size != self.n else np.maximum(into, mine)
+        mine[me] += 1
+        return joined
+
+    def acquire(self, clock: np.ndarray | None) -> None:
+        """The calling role has seen the releases in `clock`."""
+        me = self._me()
+        if me is not None and clock is not None and clock.size == self.n:
+            np.maximum(self.vc[me], clock, out=self.vc[me])
+
+    def read(self, op, where: np.ndarray, what: str) -> None:
+        me = self._me()
+        if me is None or not where.size:
+            return
+        where = np.unique(where)
+        self._against_writes(op, me, where, what)
+        self.what[id(op)] = what
+        self.r_epoch[me, where] = self.vc[me][me]
+        self.r_op[me, where] = op
+
+    def write(self, op, where: np.ndarray, what: str) -> None:
+        me = self._me()
+        if me is None or not where.size:
+            return
+        where = np.unique(where)
+        self._against_writes(op, me, where, what)
+        vc = self.vc[me]
+        for other in range(self.n):
+            if other == me:
+                continue
+            late = self.r_epoch[other, where] > vc[other]
+            if late.any():
+                at = where[np.flatnonzero(late)[0]]
+                self._race(op, what, int(at), other, self.r_op[other, at])
+        self.what[id(op)] = what
+        self.w_role[where], self.w_epoch[where], self.w_op[where] = me, vc[me], op
+        self.r_epoch[:, where] = 0
+
+    def _against_writes(self, op, me: int, where: np.ndarray, what: str) -> None:
+        writer = self.w_role[where].astype(np.int64)
+        other = (writer >= 0) & (writer != me)
+        if not other.any():
+            return
+        late = other & (self.w_epoch[where] > self.vc[me][np.where(other, writer, 0)])
+        if late.any():
+            k = np.flatnonzero(late)[0]
+            self._race(op, what, int(where[k]), int(writer[k]), self.w_op[where[k]])
+
+    def _race(self, op, what: str, byte: int, other: int, other_op):
+        me = self._me()
+        earlier = self.what.get(id(other_op), "access")
+        loc = loc_of(other_op)
+        notes = ((loc, f"{earlier} by {self.names[other]}"),) if loc is not None else ()
+        raise error_at(op, f"a race on shared byte {byte}: {what} by {self.names[me]} and {earlier} by "
+                           f"{self.names[other]} before it, with no mbarrier wait or named barrier ordering the two roles "
+                           "(simulated; on the GPU they may happen in either order)",
+                       hint="make the role that goes second wait on an mbarrier (or meet at a named barrier) that "
+                            "the other arrives on after its access", notes=notes)
