@@ -114,13 +114,18 @@ class RoleClocks:
             k = np.flatnonzero(late)[0]
             self._race(op, what, int(where[k]), int(writer[k]), self.w_op[where[k]])
 
+    def name(self) -> str | None:
+        """The calling role's threads ("threads 128..255"; None: not a role of these clocks)."""
+        me = self._me()
+        return None if me is None else self.names[me]
+
     def _race(self, op, what: str, byte: int, other: int, other_op):
         me = self._me()
-        earlier = self.what.get(id(other_op), "access")
+        earlier = self.what.get(id(other_op), "an access")
         loc = loc_of(other_op)
         notes = ((loc, f"{earlier} by {self.names[other]}"),) if loc is not None else ()
         raise error_at(op, f"a race on shared byte {byte}: {what} by {self.names[me]} and {earlier} by "
-                           f"{self.names[other]} before it, with no mbarrier wait or named barrier ordering the two roles "
-                           "(simulated; on the GPU they may happen in either order)",
+                           f"{self.names[other]} before it, with no mbarrier wait or named barrier ordering the two "
+                           "roles (simulated; on the GPU they may happen in either order)",
                        hint="make the role that goes second wait on an mbarrier (or meet at a named barrier) that "
                             "the other arrives on after its access", notes=notes)

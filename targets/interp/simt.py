@@ -28,7 +28,7 @@ from tilec.errors import error_at
 from . import pointers, scalar_ops
 from .interpreter import Compiler, State
 from .simt_cluster import CLUSTER_HANDLERS, run_clusters
-from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, note_generic_read, note_generic_write, run_roles
+from .simt_hopper import HOPPER_HANDLERS, TensorMapSim, block_barrier, hopper_of, note_generic_read, note_generic_write, run_roles
 from .values import numpy_dtype, scalarize, uniform
 
 
@@ -487,11 +487,13 @@ def _cp_async(op, c):
         data[full] = src.memory.array[s[full][:, None] + np.arange(width)]
         at = d[:, None] + np.arange(width)
         h = st.env.get("__hopper__")
-        if h is not None and h.roles and dst.memory.what == "shared":
+        if h is not None and (h.roles or h.wgmma_in_flight) and dst.memory.what == "shared":
             item = dst.memory.array.dtype.itemsize
             where = (_shared_byte_base(dst.memory, st.shared) + at.reshape(-1, 1) * item + np.arange(item)).ravel()
-            h.defer_copy(op, dst.memory.array, at, data, where)
-            return
+            if h.roles:
+                h.defer_copy(op, dst.memory.array, at, data, where)
+                return
+            h.check_not_read_by_wgmma(op, where, "a cp.async copy")
         dst.memory.array[at] = data
 
     return run
@@ -577,7 +579,7 @@ def _wgmma(op, c):
             keep = np.broadcast_to(np.asarray(st.env[op.scaleD], bool), (lanes,))
             acc = np.where(keep[:, None], acc, np.float32(0))
         raw = st.shared.array
-        hopper = st.env.get("__hopper__")
+        hopper = hopper_of(st)
         out = np.zeros((lanes, n // 2), np.float32) if acc is None else acc.copy()
         t = np.arange(128)
         w, l = t // 32, t % 32
@@ -594,8 +596,8 @@ def _wgmma(op, c):
                 if addr is not None and (addr.min() < 0 or addr.max() + eb > raw.size):
                     raise error_at(op, f"wgmma operand at bytes [{addr.min()}, {addr.max() + eb}) outside the "
                                        f"{raw.size} bytes of shared memory (simulated)")
-                if addr is not None and hopper is not None and hopper.roles:
-                    hopper.check_async_operand(op, addr.ravel())
+                if addr is not None:
+                    hopper.wgmma_read(op, addr.ravel())
             if register_a:  # A element (row, k) of thread t, register j/2, half j%2 (HOPPER_KERNELS.md §1.4)
                 a = np.zeros((64, 16), np.float64)
                 packed = np.stack([r[sel] for r in regs], axis=1).view(half).reshape(128, 8).astype(np.float64)
@@ -642,9 +644,23 @@ def _insert_value(op, c):
 
 
 def _wgmma_wait(op, c):
-    def run(st):  # the simulated wgmma is complete at issue
+    pending = op.group.value.data
+
+    def run(st):  # the simulated wgmma is complete at issue; its operand reads last until the wait (races)
         for v, r in zip(op.values, op.res):
             st.env[r] = st.env[v]
+        h = st.env.get("__hopper__")
+        if h is not None:
+            h.wgmma_wait(pending)
+
+    return run
+
+
+def _wgmma_commit(op, c):
+    def run(st):
+        h = st.env.get("__hopper__")
+        if h is not None:
+            h.wgmma_commit()
 
     return run
 
@@ -709,7 +725,7 @@ HANDLERS: dict[type, Callable] = {
     llvm.InlineAsmOp: _inline_asm, llvm.BitcastOp: _bitcast, llvm.ExtractValueOp: _extract_value,
     nvvm.RcpApproxFtzF32Op: scalar_ops._fixed(_rcp_approx_ftz), nvvm.MmaSyncOp: _mma,
     nvvm.CpAsyncOp: _cp_async, nvvm.CpAsyncCommitGroupOp: _nothing, nvvm.CpAsyncWaitGroupOp: _cp_async_wait,
-    nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _nothing,
+    nvvm.WgmmaMmaAsyncOp: _wgmma, nvvm.WgmmaFenceAlignedOp: _nothing, nvvm.WgmmaCommitGroupSyncAlignedOp: _wgmma_commit,
     nvvm.WgmmaWaitGroupSyncOp: _wgmma_wait, llvm.PtrToIntOp: _ptr_to_int, nvvm.Barrier0Op: _nothing,
     llvm.UndefOp: _undef, llvm.InsertValueOp: _insert_value, UnrealizedConversionCastOp: _to_pointer, llvm.GEPOp: _gep, llvm.IntToPtrOp: pointers.sim_int_to_ptr, nvvm.LdMatrixOp: _ldmatrix,
 }

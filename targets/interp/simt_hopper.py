@@ -47,11 +47,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from tilec.dialects import nvvm, tile
 
-from tilec.errors import error_at
+from tilec.errors import error_at, loc_of
 
 from .shared_races import RoleClocks
 
-__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "note_generic_read", "note_generic_write", "run_roles"]
+__all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "hopper_of", "note_generic_read", "note_generic_write",
+           "run_roles"]
 
 
 @dataclass
@@ -181,6 +182,10 @@ class Hopper:
         self.clocks: RoleClocks | None = None  # happens-before between the roles (inside them)
         self.named_clock: dict[int, np.ndarray] = {}  # named barrier → the releases into its current round
         self.named_done: dict[tuple[int, int], np.ndarray] = {}  # (named barrier, round) → ... of that round
+        self.wgmma_open: dict[int, list] = {}  # thread → its wgmmas' operand reads since its last commit
+        self.wgmma_groups: dict[int, list[list]] = {}  # thread → its committed wgmma groups not waited for
+        self.wgmma_reading = np.zeros(shared.size, np.int32)  # shared bytes wgmmas not waited for read
+        self.wgmma_in_flight = 0  # their (op, bytes) reads
 
     def release(self, into: np.ndarray | None) -> np.ndarray | None:
         """The calling role's clock joined into a barrier's (shared_races.RoleClocks.release)."""
@@ -223,6 +228,7 @@ class Hopper:
     def defer_copy(self, op, array: np.ndarray, at: np.ndarray, data: np.ndarray, byte_addrs: np.ndarray) -> None:
         """A cp.async copy inside the roles: it lands when its thread waits for it (cp.async.wait_group) or
         when someone waits on the mbarrier its `cp.async.mbarrier.arrive` tracks it on, as late as the GPU may."""
+        self.check_not_read_by_wgmma(op, byte_addrs, "a cp.async copy")
         if self.clocks is not None:
             self.clocks.write(op, byte_addrs, "a cp.async copy")
         self.copies.setdefault(threading.get_ident(), _Copies()).writes.append((array, at, data, byte_addrs))
@@ -248,14 +254,71 @@ class Hopper:
     def check_async_operand(self, op, where: np.ndarray) -> None:
         """wgmma reads bytes `where` through the async proxy: the calling role must have fenced the
         generic-proxy writes it acquired there (a producer's cp.async copies, landed by its wait)."""
+        me = threading.get_ident()
         if self.clocks is not None:
             self.clocks.read(op, where, "a wgmma operand read")
-        me = threading.get_ident()
         byte = _first_marked({t: m for t, m in self.unfenced_writes.items() if t == me}, where)
         if byte is not None:
             raise error_at(op, f"wgmma reads shared byte {byte}, written through the generic proxy (cp.async, "
                                "st.shared) with no fence.proxy.async.shared::cta between the wait for it and the "
                                "read: the async proxy may read the old bytes on the GPU (simulated)")
+
+    def wgmma_read(self, op, where: np.ndarray) -> None:
+        """A wgmma of the calling thread reads these shared bytes from now until the wgmma.wait_group that
+        completes its group: a write into them meanwhile, by any thread, is a located error."""
+        where = np.unique(np.clip(where, 0, self.shared.size - 1))
+        if self.roles:
+            self.check_async_operand(op, where)
+        self.wgmma_open.setdefault(threading.get_ident(), []).append((op, where))
+        self.wgmma_reading[where] += 1
+        self.wgmma_in_flight += 1
+
+    def wgmma_commit(self) -> None:
+        """wgmma.commit_group: the calling thread's wgmmas since its last commit form a group."""
+        me = threading.get_ident()
+        self.wgmma_groups.setdefault(me, []).append(self.wgmma_open.pop(me, []))
+
+    def wgmma_wait(self, pending: int) -> None:
+        """wgmma.wait_group `pending`: the calling thread's groups but the newest `pending` are complete,
+        their operands read until now (a role's release before this wait does not cover those reads)."""
+        groups = self.wgmma_groups.get(threading.get_ident(), [])
+        while len(groups) > pending:
+            self._retire(groups.pop(0), restamp=True)
+
+    def _retire(self, reads: list, restamp: bool) -> None:
+        for op, where in reads:
+            self.wgmma_reading[where] -= 1
+            self.wgmma_in_flight -= 1
+            if restamp and self.clocks is not None:
+                self.clocks.read(op, where, "a wgmma operand read")
+
+    def drop_wgmmas(self) -> None:
+        """The calling thread ends (a role): its wgmmas no one waited for no longer count as reading."""
+        me = threading.get_ident()
+        for reads in [self.wgmma_open.pop(me, []), *self.wgmma_groups.pop(me, [])]:
+            self._retire(reads, restamp=False)
+
+    def check_not_read_by_wgmma(self, op, where: np.ndarray, what: str) -> None:
+        """`what` (a write) into shared bytes `where`: no wgmma not yet waited for may read them."""
+        if not self.wgmma_in_flight:
+            return
+        busy = self.wgmma_reading[np.clip(where, 0, self.shared.size - 1)] > 0
+        if not busy.any():
+            return
+        byte = int(where[np.flatnonzero(busy)[0]])
+        for thread, reads in [*self.wgmma_open.items(), *((t, r) for t, gs in self.wgmma_groups.items() for g in gs
+                                                          for r in [g])]:
+            for wgmma, read in reads:
+                if np.isin(byte, read):
+                    whose = "the block's" if self.clocks is None else "its own" if thread == threading.get_ident() \
+                        else "another role's"
+                    loc = loc_of(wgmma)
+                    raise error_at(op, f"{what} into shared byte {byte}, which {whose} wgmma still reads: the "
+                                       "wgmma.wait_group that completes it comes later, and until then the wgmma may "
+                                       "read the new bytes (simulated)",
+                                   hint="wait for the wgmma before the tile is written again (a role: release the "
+                                        "buffer only after that wait)",
+                                   notes=((loc, "the wgmma"),) if loc is not None else ())
 
     def generic_read(self, op, byte_addrs: np.ndarray) -> None:
         """The calling role read these shared bytes through the generic proxy (inside the roles)."""
@@ -280,10 +343,11 @@ class Hopper:
         self.unfenced_writes.pop(threading.get_ident(), None)
 
     def generic_write(self, op, byte_addrs: np.ndarray) -> None:
-        """The calling role wrote these shared bytes through the generic proxy (inside the roles)."""
+        """The calling thread wrote these shared bytes through the generic proxy."""
+        addrs = np.clip(byte_addrs, 0, self.shared.size - 1)
+        self.check_not_read_by_wgmma(op, addrs, "a write")
         if not self.roles:
             return
-        addrs = np.clip(byte_addrs, 0, self.shared.size - 1)
         if self.clocks is not None:
             self.clocks.write(op, addrs, "a write")
         busy = self.bulk_reading[addrs]
@@ -545,6 +609,7 @@ def _tma_load(op, c):
                     t.check_async_write(op, where)
                     bar = t.barrier(op, int(bar_addr[lane]))
                     if t is h:  # lands when someone waits: a reader that did not wait reads stale data
+                        h.check_not_read_by_wgmma(op, where, "a TMA load")
                         if h.clocks is not None:
                             h.clocks.write(op, where, "a TMA load")
                         bar.clock = h.release(bar.clock)
@@ -602,7 +667,7 @@ def _bulk_wait(op, c):
 def note_generic_write(st, mem, byte_addrs, op) -> None:
     """Shared bytes written through the generic proxy by the active lanes (tracked inside warp roles)."""
     h = st.env.get("__hopper__")
-    if h is None or not h.roles or mem.what != "shared":
+    if h is None or not (h.roles or h.wgmma_in_flight) or mem.what != "shared":
         return
     from .simt import _shared_byte_base
 
@@ -737,6 +802,7 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
         sub.mask = mask
         try:
             run(sub)
+            h.drop_wgmmas()
             h.land_copies()  # (copies no one waited for land at the end, as they eventually do)
             h.check_bulk_done()
         except BaseException as e:  # noqa: BLE001 - re-raised in the block's thread

@@ -45,7 +45,7 @@ def test_n_major_operand_is_64_column_chunks():
         assert np.array_equal(got, swizzled(flat * 2, 128))
 
 
-def _kernel(n: int, halves: int) -> str:
+def _kernel(n: int, halves: int, write_before_the_wait: bool = False) -> str:
     struct = "!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>"
     stores = []
     for i in range(n // 2):
@@ -77,6 +77,8 @@ func.func @k(%tiles: memref<?xf16>, %out: memref<?xf32>, %da: i64, %db: i64, %dc
   %d0 = "nvvm.wgmma.mma_async"(%da, %db) <{{shape = #nvvm.shape<m = 64, n = {n}, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>, operandSegmentSizes = array<i32: 1, 1, 0, 0>}}> : (i64, i64) -> {struct}
   %d1 = "nvvm.wgmma.mma_async"(%dc, %db, %d0) <{{shape = #nvvm.shape<m = 64, n = {n}, k = 16>, typeA = #nvvm.mma_type<f16>, typeB = #nvvm.mma_type<f16>, layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<row>, operandSegmentSizes = array<i32: 1, 1, 1, 0>}}> : (i64, i64, {struct}) -> {struct}
   nvvm.wgmma.commit.group.sync.aligned
+{"  %z = arith.constant 0.0 : f16" + chr(10) + "  memref.store %z, %s[%c0] : memref<" + str(halves) + "xf16, 3>"
+ if write_before_the_wait else ""}
   %d = "nvvm.wgmma.wait.group.sync.aligned"(%d1) <{{group = 0 : i64}}> : ({struct}) -> {struct}
   %cw = arith.constant {n // 2} : index
   %base = arith.muli %t, %cw : index
@@ -116,3 +118,22 @@ def test_wgmma_in_the_simulator(n):
     rows = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i >> 1) & 1)
     cols = 8 * (i >> 2) + 2 * (t % 4) + (i & 1)
     np.testing.assert_allclose(out.reshape(128, n // 2), ref[rows, cols], rtol=1e-5, atol=1e-4)
+
+
+def test_a_write_into_an_operand_of_a_wgmma_not_waited_for_is_a_located_error():
+    """wgmma reads shared memory until the wgmma.wait_group that completes it: a store into its
+    operand before that wait may change what it reads on the GPU (the simulated wgmma reads at issue)."""
+    import sys
+    from pathlib import Path
+
+    from tilec import TilecError
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nvptx"))
+    from nvptx_testing import parse
+
+    n, halves = 64, (64 * 64 * 2 + 64 * 64 * 2) // 2
+    args = [np.zeros(halves, np.float16), np.zeros(128 * n // 2, np.float32), descriptor(0, 16, 1024, 128),
+            descriptor(64 * 64 * 2, 64 * 64 * 2, 1024, 128), descriptor(32, 16, 1024, 128)]
+    with pytest.raises(TilecError, match="a write into shared byte 0, which the block's wgmma still reads: the "
+                                         "wgmma.wait_group that completes it comes later"):
+        run_kernel(parse(_kernel(n, halves, write_before_the_wait=True)), args, (1, 1, 1), (128, 1, 1), 2 * halves)
