@@ -42,12 +42,18 @@ class TilecError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = [_located(self.loc, "error", self.msg)]
-        for loc, note in self.notes:
-            lines.append(_located(loc, "note", note))
-        if self.hint:
-            lines.append(f"hint: {self.hint}")
-        return "\n".join(lines)
+        return render("error", self.msg, self.loc, self.hint, self.notes)
+
+
+def render(kind: str, msg: str, loc: SourceLoc | None, hint: str | None = None,
+           notes: tuple[tuple[SourceLoc, str], ...] = ()) -> str:
+    """`msg` as an `error` or a `warning` at `loc`, with its notes and hint (TilecError's text)."""
+    lines = [_located(loc, kind, msg)]
+    for note_loc, note in notes:
+        lines.append(_located(note_loc, "note", note))
+    if hint:
+        lines.append(f"hint: {hint}")
+    return "\n".join(lines)
 
 
 def _located(loc: SourceLoc | None, kind: str, msg: str) -> str:
@@ -79,3 +85,10 @@ def error_at(where, msg: str, *, hint: str | None = None,
 class TilecWarning(UserWarning):
     """Something tilec accepted but does not do as asked (e.g. a TileLang pass config it cannot
     apply), reported through `warnings` and the `tilec` logger (TILEC_LOG)."""
+
+
+class TilecRaceWarning(TilecWarning):
+    """A race the simulator found in a kernel: two accesses to shared memory that nothing orders, or
+    a write into a tile a wgmma still reads, whose result on the GPU depends on timing. A located
+    warning (once per place, as `warnings` shows them) and the simulation goes on;
+    `-W error::tilec.errors.TilecRaceWarning` (this project's tests) makes it an exception."""

@@ -25,12 +25,30 @@ checked against each other, nor are accesses outside the roles (the block runs i
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 
-from tilec.errors import error_at, loc_of
+from tilec.errors import TilecRaceWarning, loc_of, render
 
-__all__ = ["RoleClocks"]
+__all__ = ["RoleClocks", "report_race"]
+
+
+def report_race(op, msg: str, hint: str, earlier=None, earlier_what: str = "") -> None:
+    """A `TilecRaceWarning` at `op` (the second access; `earlier`, the first, as a note), shown once per
+    place as `warnings` shows them; an exception where the warning filters say `error`."""
+    from tilec.log import logger
+
+    loc, before = loc_of(op), loc_of(earlier) if earlier is not None else None
+    text = render("warning", msg, loc, hint, ((before, earlier_what),) if before is not None else ())
+    logger.warning("%s", text)
+    if loc is None:
+        warnings.warn(text, TilecRaceWarning, stacklevel=2)
+    else:
+        warnings.warn_explicit(text, TilecRaceWarning, loc.file, loc.line, module="tilec", registry=_SHOWN)
+
+
+_SHOWN: dict = {}  # `warnings`' registry: each race once per place (it empties when the filters change)
 
 
 class RoleClocks:
@@ -45,10 +63,12 @@ class RoleClocks:
             self.vc[i][i] = 1
         self.w_role = np.full(size, -1, np.int8)  # last writer of each byte (-1: none inside the roles)
         self.w_epoch = np.zeros(size, np.int64)
-        self.w_op = np.empty(size, object)
+        self.w_op = np.zeros(size, np.int32)  # (as an index into `ops`)
         self.r_epoch = np.zeros((roles, size), np.int64)  # each role's last read of each byte (0: none)
-        self.r_op = np.empty((roles, size), object)
-        self.what: dict[int, str] = {}  # id(op) → what its access is ("a TMA load", ...)
+        self.r_op = np.zeros((roles, size), np.int32)
+        self.ops: list = []  # the accessing ops, and what each access is ("a TMA load", ...)
+        self.what: list[str] = []
+        self._number: dict[int, int] = {}  # id(op) → its index in `ops`
 
     def enter(self, role: int, lanes: np.ndarray) -> None:
         """The calling thread runs `role`, on the block's threads `lanes` (a mask)."""
@@ -58,6 +78,14 @@ class RoleClocks:
 
     def _me(self) -> int | None:
         return self.index.get(threading.get_ident())
+
+    def _op(self, op, what: str) -> int:
+        number = self._number.get(id(op))
+        if number is None:
+            number = self._number[id(op)] = len(self.ops)
+            self.ops.append(op)
+            self.what.append(what)
+        return number
 
     def release(self, into: np.ndarray | None) -> np.ndarray | None:
         """The calling role's clock joined into `into` (a barrier phase's clock; None: none yet); the
@@ -80,17 +108,22 @@ class RoleClocks:
         me = self._me()
         if me is None or not where.size:
             return
-        where = np.unique(where)
         self._against_writes(op, me, where, what)
-        self.what[id(op)] = what
         self.r_epoch[me, where] = self.vc[me][me]
-        self.r_op[me, where] = op
+        self.r_op[me, where] = self._op(op, what)
+
+    def extend_read(self, where: np.ndarray) -> None:
+        """The calling role's read of `where` (checked when it began) lasted until now: a wgmma's, at
+        its wgmma.wait_group (a release between the two does not cover it; a write meanwhile was
+        reported by `simt_hopper.Hopper.check_not_read_by_wgmma`)."""
+        me = self._me()
+        if me is not None:
+            self.r_epoch[me, where] = self.vc[me][me]
 
     def write(self, op, where: np.ndarray, what: str) -> None:
         me = self._me()
         if me is None or not where.size:
             return
-        where = np.unique(where)
         self._against_writes(op, me, where, what)
         vc = self.vc[me]
         for other in range(self.n):
@@ -100,12 +133,11 @@ class RoleClocks:
             if late.any():
                 at = where[np.flatnonzero(late)[0]]
                 self._race(op, what, int(at), other, self.r_op[other, at])
-        self.what[id(op)] = what
-        self.w_role[where], self.w_epoch[where], self.w_op[where] = me, vc[me], op
+        self.w_role[where], self.w_epoch[where], self.w_op[where] = me, vc[me], self._op(op, what)
         self.r_epoch[:, where] = 0
 
     def _against_writes(self, op, me: int, where: np.ndarray, what: str) -> None:
-        writer = self.w_role[where].astype(np.int64)
+        writer = self.w_role[where]
         other = (writer >= 0) & (writer != me)
         if not other.any():
             return
@@ -114,18 +146,13 @@ class RoleClocks:
             k = np.flatnonzero(late)[0]
             self._race(op, what, int(where[k]), int(writer[k]), self.w_op[where[k]])
 
-    def name(self) -> str | None:
-        """The calling role's threads ("threads 128..255"; None: not a role of these clocks)."""
+    def _race(self, op, what: str, byte: int, other: int, number: int):
+        """Reported once per pair of places (`report_race`); the byte (`byte`) is left out of the text,
+        which `warnings` dedupes on."""
         me = self._me()
-        return None if me is None else self.names[me]
-
-    def _race(self, op, what: str, byte: int, other: int, other_op):
-        me = self._me()
-        earlier = self.what.get(id(other_op), "an access")
-        loc = loc_of(other_op)
-        notes = ((loc, f"{earlier} by {self.names[other]}"),) if loc is not None else ()
-        raise error_at(op, f"a race on shared byte {byte}: {what} by {self.names[me]} and {earlier} by "
-                           f"{self.names[other]} before it, with no mbarrier wait or named barrier ordering the two "
-                           "roles (simulated; on the GPU they may happen in either order)",
-                       hint="make the role that goes second wait on an mbarrier (or meet at a named barrier) that "
-                            "the other arrives on after its access", notes=notes)
+        other_op, earlier = self.ops[number], self.what[number]
+        report_race(op, f"a race on shared memory: {what} by {self.names[me]} and {earlier} by {self.names[other]} "
+                        "before it, with no mbarrier wait or named barrier ordering the two roles (simulated; on "
+                        "the GPU they may happen in either order)",
+                    "make the role that goes second wait on an mbarrier (or meet at a named barrier) that the other "
+                    "arrives on after its access", other_op, f"{earlier} by {self.names[other]}")

@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from tilec.dialects import nvvm, tile
 
-from tilec.errors import error_at, loc_of
+from tilec.errors import error_at
 
-from .shared_races import RoleClocks
+from .shared_races import RoleClocks, report_race
 
 __all__ = ["HOPPER_HANDLERS", "TensorMapSim", "block_barrier", "hopper_of", "note_generic_read", "note_generic_write",
            "run_roles"]
@@ -266,11 +266,11 @@ class Hopper:
     def wgmma_read(self, op, where: np.ndarray) -> None:
         """A wgmma of the calling thread reads these shared bytes from now until the wgmma.wait_group that
         completes its group: a write into them meanwhile, by any thread, is a located error."""
-        where = np.unique(np.clip(where, 0, self.shared.size - 1))
+        where = np.clip(where, 0, self.shared.size - 1)
         if self.roles:
             self.check_async_operand(op, where)
         self.wgmma_open.setdefault(threading.get_ident(), []).append((op, where))
-        self.wgmma_reading[where] += 1
+        self.wgmma_reading[where] += 1  # (a repeated byte counts once, here and where it is retired)
         self.wgmma_in_flight += 1
 
     def wgmma_commit(self) -> None:
@@ -286,11 +286,11 @@ class Hopper:
             self._retire(groups.pop(0), restamp=True)
 
     def _retire(self, reads: list, restamp: bool) -> None:
-        for op, where in reads:
+        for _, where in reads:
             self.wgmma_reading[where] -= 1
             self.wgmma_in_flight -= 1
             if restamp and self.clocks is not None:
-                self.clocks.read(op, where, "a wgmma operand read")
+                self.clocks.extend_read(where)
 
     def drop_wgmmas(self) -> None:
         """The calling thread ends (a role): its wgmmas no one waited for no longer count as reading."""
@@ -306,19 +306,17 @@ class Hopper:
         if not busy.any():
             return
         byte = int(where[np.flatnonzero(busy)[0]])
-        for thread, reads in [*self.wgmma_open.items(), *((t, r) for t, gs in self.wgmma_groups.items() for g in gs
-                                                          for r in [g])]:
+        for thread, reads in [*self.wgmma_open.items(), *((t, r) for t, gs in self.wgmma_groups.items() for r in gs)]:
             for wgmma, read in reads:
                 if np.isin(byte, read):
                     whose = "the block's" if self.clocks is None else "its own" if thread == threading.get_ident() \
                         else "another role's"
-                    loc = loc_of(wgmma)
-                    raise error_at(op, f"{what} into shared byte {byte}, which {whose} wgmma still reads: the "
-                                       "wgmma.wait_group that completes it comes later, and until then the wgmma may "
-                                       "read the new bytes (simulated)",
-                                   hint="wait for the wgmma before the tile is written again (a role: release the "
-                                        "buffer only after that wait)",
-                                   notes=((loc, "the wgmma"),) if loc is not None else ())
+                    report_race(op, f"{what} into shared memory that {whose} wgmma still reads: the "
+                                    "wgmma.wait_group that completes it comes later, and until then the wgmma may "
+                                    "read the new bytes (simulated)",
+                                "wait for the wgmma before the tile is written again (a role: release the buffer "
+                                "only after that wait)", wgmma, "the wgmma")
+                    return
 
     def generic_read(self, op, byte_addrs: np.ndarray) -> None:
         """The calling role read these shared bytes through the generic proxy (inside the roles)."""

@@ -12,6 +12,7 @@ import pytest
 
 import tilec
 from tilec import TilecError
+from tilec.errors import TilecRaceWarning
 import tilec.language as T
 from tilec.dialects import print_ir
 from tilec.errors import TilecWarning
@@ -253,15 +254,28 @@ def ws_gemm_without_the_wait_for_the_free_buffer(M, N, K, bm=64, bn=64, bk=32):
 @pytest.mark.parametrize("configs", [{}, "mma_sync"])
 def test_the_simulator_reports_a_race_between_the_roles_on_a_shared_buffer(configs):
     """The producer's next TMA load overwrites the buffer the consumer's gemm reads, and nothing orders
-    the two: a located race, at the load or at the gemm (whichever the simulation runs second)."""
+    the two: a located race, at the load or at the gemm (whichever the simulation runs second; a load
+    while the wgmma is still in flight is reported as that, first)."""
     a, b = _operands(64, 64, 64)
-    with pytest.raises(TilecError, match="a race on shared byte .* no mbarrier wait or named barrier") as e:
+    with pytest.raises(TilecRaceWarning, match="a race on shared memory: .* no mbarrier wait or named barrier|"
+                                               "a TMA load into shared memory that another role's wgmma still reads") as e:
         tilec.compile(ws_gemm_without_the_wait_for_the_free_buffer(64, 64, 64), out_idx=[-1], target="sim",
                       pass_configs=_MMA_SYNC if configs else {})(a, b)
     lines = [i for i, text in enumerate(open(__file__), 1)
-             if "over the tile being read" in text or ("T.gemm(A_s, B_s, C_l)" in text and i > 200)]
+             if "over the tile being read" in text or "B_s, barrier=ready[ko])" in text or
+             ("T.gemm(A_s, B_s, C_l)" in text and i > 200)]
     assert any(f"test_warp_specialize_ws.py:{line}:" in str(e.value).splitlines()[0] for line in lines), str(e.value)
     assert "note: a " in str(e.value)
+
+
+def test_a_race_is_a_warning_where_the_filters_do_not_make_it_an_error():
+    """For users the simulator reports a race and goes on (this project's tests make it an error)."""
+    a, b = _operands(64, 64, 64)
+    with pytest.warns(TilecRaceWarning, match="a race on shared memory") as caught:
+        c = tilec.compile(ws_gemm_without_the_wait_for_the_free_buffer(64, 64, 64), out_idx=[-1], target="sim")(a, b)
+    race = next(str(w.message) for w in caught if "a race on shared memory" in str(w.message))
+    assert "test_warp_specialize_ws.py" in race and ": warning: a race" in race
+    _check(c, a, b)  # (the simulated TMA loads land when waited for: the values are the gemm's here)
 
 
 def pipelined_gemm(M=128, N=128, K=256, bm=128, bn=128, bk=32, stages=3):
@@ -293,7 +307,7 @@ def test_the_simulator_reports_a_stage_released_while_its_wgmma_still_reads_it(m
     _check(tilec.compile(pipelined_gemm(), out_idx=[-1], target="sim")(a, b), a, b)
     real = ws_pass.IntegerAttr
     monkeypatch.setattr(ws_pass, "IntegerAttr", lambda v, t: real(2 if v == 1 and t == ws_pass.i64 else v, t))
-    with pytest.raises(TilecError, match="a TMA load into shared byte .*, which another role's wgmma still reads") as e:
+    with pytest.raises(TilecRaceWarning, match="a TMA load into shared memory that another role's wgmma still reads") as e:
         tilec.compile(pipelined_gemm(), out_idx=[-1], target="sim")(a, b)
     assert "note: the wgmma" in str(e.value)
 
