@@ -7,8 +7,11 @@ Kernels live in this file (the frontend reads their source with `inspect`).
 
 # ruff: noqa: F841
 
+from functools import partial
+
 import numpy as np
 import pytest
+from kernel_cases import gemm_tiles
 
 import tilec
 from tilec import TilecError
@@ -278,32 +281,15 @@ def test_a_race_is_a_warning_where_the_filters_do_not_make_it_an_error():
     _check(c, a, b)  # (the simulated TMA loads land when waited for: the values are the gemm's here)
 
 
-def pipelined_gemm(M=128, N=128, K=256, bm=128, bn=128, bk=32, stages=3):
-    """A gemm tilec warp-specializes itself (sm_90a): one wgmma group in flight across k-steps."""
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), T.float16)
-            B_s = T.alloc_shared((bk, bn), T.float16)
-            C_l = T.alloc_fragment((bm, bn), T.float32)
-            T.clear(C_l)
-            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, ko * bk], A_s)
-                T.copy(B[ko * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
-
-
 def test_the_simulator_reports_a_stage_released_while_its_wgmma_still_reads_it(monkeypatch):
-    """tile-warp-specialize keeps one wgmma group in flight and releases the stage of the k-step
-    before, whose group that wait completed. Leaving two groups in flight (the release unchanged)
-    frees a stage a wgmma still reads: the producer's next TMA load into it is a located error."""
+    """In a gemm tilec warp-specializes itself, tile-warp-specialize keeps one wgmma group in flight
+    and releases the stage of the k-step before, whose group that wait completed. Leaving two groups
+    in flight (the release unchanged) frees a stage a wgmma still reads: the producer's next TMA load
+    into it is a located race."""
     from tilec.passes import tile_warp_specialize as ws_pass
 
     a, b = _operands(128, 128, 256)
+    pipelined_gemm = partial(gemm_tiles, 128, 128, 256, 128, 128, 32, "float16", stages=3, out_dtype=T.float16)
     _check(tilec.compile(pipelined_gemm(), out_idx=[-1], target="sim")(a, b), a, b)
     real = ws_pass.IntegerAttr
     monkeypatch.setattr(ws_pass, "IntegerAttr", lambda v, t: real(2 if v == 1 and t == ws_pass.i64 else v, t))
