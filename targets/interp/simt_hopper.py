@@ -230,7 +230,7 @@ class Hopper:
         when someone waits on the mbarrier its `cp.async.mbarrier.arrive` tracks it on, as late as the GPU may."""
         self.check_not_read_by_wgmma(op, byte_addrs, "a cp.async copy")
         if self.clocks is not None:
-            self.clocks.write(op, byte_addrs, "a cp.async copy")
+            self.clocks.async_write(op, byte_addrs, "a cp.async copy", ("cp.async",), None)
         self.copies.setdefault(threading.get_ident(), _Copies()).writes.append((array, at, data, byte_addrs))
 
     def land_copies(self) -> None:
@@ -238,6 +238,8 @@ class Hopper:
         pending = self.copies.pop(threading.get_ident(), None)
         if pending is not None:
             pending.land()
+        if self.clocks is not None:
+            self.clocks.copies_landed()
 
     def track_copies(self, op, addr: int, lanes: int, noinc: bool) -> None:
         """`cp.async.mbarrier.arrive` by `lanes` lanes: the calling thread's copies so far arrive on the
@@ -248,6 +250,8 @@ class Hopper:
             if not noinc:
                 bar.pending += lanes
             bar.clock = self.release(bar.clock)
+            if self.clocks is not None:  # (the role's copies so far complete in this phase)
+                bar.clock = self.clocks.agent_clock(("cp.async",), bar.clock)
             bar.copies.append((pending, lanes))
             self.changed()
 
@@ -269,44 +273,51 @@ class Hopper:
         where = np.clip(where, 0, self.shared.size - 1)
         if self.roles:
             self.check_async_operand(op, where)
-        self.wgmma_open.setdefault(threading.get_ident(), []).append((op, where))
-        self.wgmma_reading[where] += 1  # (a repeated byte counts once, here and where it is retired)
-        self.wgmma_in_flight += 1
+        with self.cv:  # (the roles' threads share the counts)
+            self.wgmma_open.setdefault(threading.get_ident(), []).append((op, where))
+            self.wgmma_reading[where] += 1  # (a repeated byte counts once, here and where it is retired)
+            self.wgmma_in_flight += 1
 
     def wgmma_commit(self) -> None:
         """wgmma.commit_group: the calling thread's wgmmas since its last commit form a group."""
         me = threading.get_ident()
-        self.wgmma_groups.setdefault(me, []).append(self.wgmma_open.pop(me, []))
+        with self.cv:
+            self.wgmma_groups.setdefault(me, []).append(self.wgmma_open.pop(me, []))
 
     def wgmma_wait(self, pending: int) -> None:
         """wgmma.wait_group `pending`: the calling thread's groups but the newest `pending` are complete,
         their operands read until now (a role's release before this wait does not cover those reads)."""
-        groups = self.wgmma_groups.get(threading.get_ident(), [])
-        while len(groups) > pending:
-            self._retire(groups.pop(0), restamp=True)
+        with self.cv:
+            groups = self.wgmma_groups.get(threading.get_ident(), [])
+            while len(groups) > pending:
+                self._retire(groups.pop(0), restamp=True)
 
     def _retire(self, reads: list, restamp: bool) -> None:
-        for _, where in reads:
-            self.wgmma_reading[where] -= 1
-            self.wgmma_in_flight -= 1
-            if restamp and self.clocks is not None:
-                self.clocks.extend_read(where)
+        with self.cv:
+            for _, where in reads:
+                self.wgmma_reading[where] -= 1
+                self.wgmma_in_flight -= 1
+                if restamp and self.clocks is not None:
+                    self.clocks.extend_read(where)
 
     def drop_wgmmas(self) -> None:
         """The calling thread ends (a role): its wgmmas no one waited for no longer count as reading."""
         me = threading.get_ident()
-        for reads in [self.wgmma_open.pop(me, []), *self.wgmma_groups.pop(me, [])]:
-            self._retire(reads, restamp=False)
+        with self.cv:
+            for reads in [self.wgmma_open.pop(me, []), *self.wgmma_groups.pop(me, [])]:
+                self._retire(reads, restamp=False)
 
     def check_not_read_by_wgmma(self, op, where: np.ndarray, what: str) -> None:
         """`what` (a write) into shared bytes `where`: no wgmma not yet waited for may read them."""
         if not self.wgmma_in_flight:
             return
-        busy = self.wgmma_reading[np.clip(where, 0, self.shared.size - 1)] > 0
-        if not busy.any():
-            return
+        with self.cv:  # (a snapshot: the other roles' threads change these)
+            busy = self.wgmma_reading[np.clip(where, 0, self.shared.size - 1)] > 0
+            if not busy.any():
+                return
+            reading = [*self.wgmma_open.items(), *((t, r) for t, gs in self.wgmma_groups.items() for r in gs)]
         byte = int(where[np.flatnonzero(busy)[0]])
-        for thread, reads in [*self.wgmma_open.items(), *((t, r) for t, gs in self.wgmma_groups.items() for r in gs)]:
+        for thread, reads in reading:
             for wgmma, read in reads:
                 if np.isin(byte, read):
                     whose = "the block's" if self.clocks is None else "its own" if thread == threading.get_ident() \
@@ -608,9 +619,10 @@ def _tma_load(op, c):
                     bar = t.barrier(op, int(bar_addr[lane]))
                     if t is h:  # lands when someone waits: a reader that did not wait reads stale data
                         h.check_not_read_by_wgmma(op, where, "a TMA load")
-                        if h.clocks is not None:
-                            h.clocks.write(op, where, "a TMA load")
                         bar.clock = h.release(bar.clock)
+                        if h.clocks is not None:  # (its bytes are the barrier's to publish, not the role's)
+                            bar.clock = h.clocks.async_write(op, where, "a TMA load", ("tma", int(bar_addr[lane])),
+                                                             bar.clock)
                         bar.queued.append((where, data))
                     else:  # another block's (multicast): lands now, under any reader not yet done
                         t.shared[where] = data
@@ -824,7 +836,7 @@ def run_roles(st, cond, then_run, else_run, groups: tuple[int, int] | None = Non
     with h.cv:
         h.running += len(branches) - 1
         if not h.roles:  # the outermost roles: a fresh happens-before (what came before is the block's, in lockstep)
-            clocks = h.clocks = RoleClocks(h.shared.size, len(branches))
+            clocks = h.clocks = RoleClocks(h.shared.size, len(branches), len(h.barriers))
             h.named_clock.clear()
             h.named_done.clear()
             for bar in h.barriers.values():

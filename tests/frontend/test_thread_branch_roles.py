@@ -410,3 +410,48 @@ def test_a_name_computed_before_the_roles_is_not_folded_from_an_earlier_binding(
     c = np.zeros((M, NSEL * BK), np.float16)
     tilec.compile(name_rebound_before_roles(), target="sim")(a, sel, count, c)
     np.testing.assert_array_equal(c, _expected(a, sel, count))
+
+
+def stage_published_by(barrier_waited, M=64, K=64, BM=64, BK=32, S=2):
+    """The producer loads each stage by TMA on full[s], then arrives on full[s] and on go[s]; the
+    consumer waits on `barrier_waited` ("full": the load's own barrier; "go": another one, which
+    orders the producer's arrival but not the load's bytes) and copies the stage out."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, K), T.float16)):
+        with T.Kernel(1, threads=256) as by:
+            A_s = T.alloc_shared((S, BM, BK), T.float16)
+            full = T.alloc_barrier([128] * S)
+            go = T.alloc_barrier([128] * S)
+            empty = T.alloc_barrier([128] * S)
+            tid = T.get_thread_binding()
+            if tid >= 128:
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(empty[ko % S], ((ko // S) % 2) ^ 1)
+                    T.tma_copy(A[0:BM, ko * BK:(ko + 1) * BK], A_s[ko % S, :, :], barrier=full[ko % S])
+                    T.barrier_arrive(full[ko % S])
+                    T.barrier_arrive(go[ko % S])
+            else:
+                for ko in T.serial(K // BK):
+                    if barrier_waited == "full":
+                        T.barrier_wait(full[ko % S], (ko // S) % 2)
+                    else:
+                        T.barrier_wait(go[ko % S], (ko // S) % 2)
+                    T.copy(A_s[ko % S, :, :], C[0:BM, ko * BK:(ko + 1) * BK])
+                    T.barrier_arrive(empty[ko % S])
+
+    return main
+
+
+def test_a_tma_load_is_published_by_its_own_barrier_only():
+    """On the GPU a TMA load's bytes are there once its mbarrier's phase completes; another barrier the
+    producer arrives on afterwards does not wait for them. The simulator (whose load lands when its
+    barrier is waited on) read stale bytes there without a word; now it is a located race."""
+    from tilec.errors import TilecRaceWarning
+
+    a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float16)
+    np.testing.assert_array_equal(tilec.compile(stage_published_by("full"), out_idx=[-1], target="sim")(a), a)
+    with pytest.raises(TilecRaceWarning, match="a read by threads 0..127 and a TMA load, complete only when its "
+                                               "mbarrier's phase completes") as e:
+        tilec.compile(stage_published_by("go"), out_idx=[-1], target="sim")(a)
+    assert "test_thread_branch_roles.py" in str(e.value).splitlines()[0]

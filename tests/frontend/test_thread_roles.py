@@ -636,3 +636,52 @@ def test_a_cross_warp_reduction_in_a_consumer_group_uses_its_own_area():
     o = np.zeros(32, np.float32)
     tilec.compile(row_max_in_the_second_group(), target="sim")(q, k, o)
     np.testing.assert_allclose(o, (q.double() @ k.double().T).max(1).values.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def rows_by_cp_async(tracked, M=128, K=128, BM=128, BK=32, S=2):
+    """Three roles: the producer's 128 threads each cp.async one row of a stage, then either track the
+    copies on full[s] (T.cp_async_barrier_noinc, `tracked`) or only arrive there (the copies may still
+    be in flight); two consumer groups copy halves of the stage out."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, K), T.float16)):
+        with T.Kernel(1, threads=384) as by:
+            A_s = T.alloc_shared((S, BM, BK), T.float16)
+            full = T.alloc_barrier([128] * S)
+            empty = T.alloc_barrier([256] * S)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(full[ko % S], (ko // S) % 2)
+                    T.copy(A_s[ko % S, :, 0:BK // 2], C[0:BM, ko * BK:ko * BK + BK // 2])
+                    T.barrier_arrive(empty[ko % S])
+            elif tx < 256:
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(full[ko % S], (ko // S) % 2)
+                    T.copy(A_s[ko % S, :, BK // 2:BK], C[0:BM, ko * BK + BK // 2:(ko + 1) * BK])
+                    T.barrier_arrive(empty[ko % S])
+            else:
+                for ko in T.serial(K // BK):
+                    T.barrier_wait(empty[ko % S], ((ko // S) % 2) ^ 1)
+                    for q in T.serial(BK // 8):
+                        T.ptx_cp_async(T.access_ptr(A_s[ko % S, tx - 256, q * 8], "w", 8),
+                                       T.access_ptr(A[tx - 256, ko * BK + q * 8], "r", 8), 8)
+                    if tracked:
+                        T.cp_async_barrier_noinc(full[ko % S])
+                    else:
+                        T.barrier_arrive(full[ko % S])
+
+    return main
+
+
+def test_cp_async_copies_are_published_by_their_tracking_barrier_only():
+    """A plain arrival after cp.async does not wait for the copies (the simulator read stale bytes there
+    without a word); T.cp_async_barrier_noinc makes the barrier's phase wait for them."""
+    from tilec.errors import TilecRaceWarning
+
+    a = np.random.default_rng(0).standard_normal((128, 128)).astype(np.float16)
+    np.testing.assert_array_equal(tilec.compile(rows_by_cp_async(True), out_idx=[-1], target="sim")(a), a)
+    with pytest.raises(TilecRaceWarning, match="and a cp.async copy, complete only at its cp.async.wait_group or "
+                                               "the mbarrier phase tracking it") as e:
+        tilec.compile(rows_by_cp_async(False), out_idx=[-1], target="sim")(a)
+    assert "test_thread_roles.py" in str(e.value).splitlines()[0]
