@@ -15,9 +15,11 @@ same job on the GPU):
 - an access races with an earlier one by another role unless that role's stamp is covered by
   the accessing role's clock, i.e. some chain of releases and acquires orders them.
 
-Writes are the generic stores (st.shared, stmatrix), TMA loads and cp.async copies, each stamped
-when issued (the bytes may land any time after); reads are the generic loads (ld.shared,
-ldmatrix) and wgmma's operand reads. A race is a located error at the later access, with the
+Writes are the generic stores (st.shared, stmatrix), TMA loads and cp.async copies; the copies are
+checked when issued and stamped as writes of their own agent (the loads tracked by one mbarrier,
+the cp.async copies of one role), which only what completes them publishes: the barrier's phase,
+the role's cp.async.wait_group. Reads are the generic loads (ld.shared, ldmatrix) and wgmma's
+operand reads, which last until their wgmma.wait_group. A race is a located error at the later access, with the
 earlier one's location as a note. The lanes of one role run in lockstep here and are not
 checked against each other, nor are accesses outside the roles (the block runs in lockstep there).
 """
