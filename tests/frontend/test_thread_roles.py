@@ -418,7 +418,7 @@ def test_tile_work_before_the_roles_runs_once_and_the_block_meets_after_it():
     group0, group1 = consumer.split("} else {", 1)
     assert "tile.copy %Q" in group0 and "tile.copy %Q" not in group1 and "tile.copy %Q" not in producer
     for role in (producer, group0, group1):
-        assert "tile.barrier {barrier_id = 0 : i64, thread_count = 384 : i64}" in role
+        assert "tile.barrier {barrier_id = 15 : i64, thread_count = 384 : i64}" in role
     rng = np.random.default_rng()
     q = rng.standard_normal((BM, BK)).astype(np.float16)
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -496,7 +496,7 @@ def test_fragments_before_the_roles_are_every_groups_and_the_block_meets_at_sync
     for by in range(M // BM):
         np.testing.assert_array_equal(d[by, 256:], sel[:128] + sel[256:] * by)
     ptx = tilec.compile(fragment_and_sync_before_the_roles(), target="sm_90a").get_kernel_source()
-    assert ptx.count("bar.sync \t0, 384;") == 3  # each role meets the block at the T.sync_threads()
+    assert ptx.count("bar.sync \t15, 384;") == 3  # each role meets the block at the T.sync_threads()
 
 
 def one_warp_arrives():
@@ -552,6 +552,8 @@ def main_factory():
 
 @pytest.mark.parametrize("consumer0, prologue, message", [
     ("T.sync_threads()  # ERR", "", r"T.sync_threads\(\) in a warpgroup role waits for every thread of the block"),
+    ("T.sync_threads(15, 128)  # ERR", "", r"T.sync_threads\(15, ..\) in a kernel split into warpgroup roles: tilec's "
+                                           "roles meet at named barrier 15"),
     ("if bx == 0:\n                    T.set_max_nreg(240, 1)  # ERR", "",
      "T.set_max_nreg in a warpgroup role is setmaxnreg, which every thread of the warpgroup must run together"),
     ("pass", "T.set_max_nreg(240, 1)  # ERR",

@@ -52,6 +52,11 @@ from . import warp_specialize as ws
 from .values import BarrierRef, Scalar, TileRef
 
 WARPGROUP = ws.WARPGROUP
+MEETING_BARRIER = 15
+"""The named barrier at which every role's threads meet before the roles (after the prologue's tile
+work, or at its T.sync_threads()): reached from each role's own code, so not barrier 0, which
+compute-sanitizer's synccheck takes for __syncthreads and reports as divergent there (session 26,
+H100). The last of the 16 ids: tilec's consumer groups take 1 to 4, TileLang's kernels 1 and 3."""
 
 _WHOLE_TILE_CALLS = frozenset({
     "gemm", "wgmma_gemm", "Parallel", "fill", "clear", "reduce", "reduce_max", "reduce_min", "reduce_sum",
@@ -243,7 +248,7 @@ def _role(v, side: Side, p: Plan, prologue: list[ast.stmt], met: bool, regs) -> 
     v.visit_body(prologue)
     _check_pending(v, state, prologue)
     if met:
-        v.b.emit(tile.BarrierOp(0, threads))
+        v.b.emit(tile.BarrierOp(MEETING_BARRIER, threads))
     state.prologue = False
     state.block = v.b.blocks[-1]
     v.visit_body(side.body)
@@ -346,13 +351,13 @@ def barrier_arrive(v, barrier: BarrierRef) -> None:
 
 def sync_threads(v) -> None:
     """T.sync_threads() (all of the block's threads) before the roles: every role meets there
-    (`bar.sync 0` of the block's threads)."""
+    (`bar.sync MEETING_BARRIER` of the block's threads)."""
     if not v.ws.prologue:
         raise v.b.error("T.sync_threads() in a warpgroup role waits for every thread of the block, which the other "
                         "roles do not reach: the roles meet at mbarriers",
                         hint="synchronize the roles with T.barrier_arrive / T.barrier_wait, or a named barrier of "
                              "the threads that meet: T.sync_threads(barrier_id, arrive_count)")
-    v.b.emit(tile.BarrierOp(0, v.ws.threads))
+    v.b.emit(tile.BarrierOp(MEETING_BARRIER, v.ws.threads))
 
 
 def set_max_nreg(v, count: int, increase: bool) -> None:

@@ -25,6 +25,9 @@ def sync_threads(v, barrier_id, arrive_count):
     bar = static_int(v, barrier_id, "T.sync_threads' barrier_id")
     if not 0 <= bar < 16:
         raise v.b.error(f"T.sync_threads: barrier_id must be in [0, 16) (the hardware's named barriers), got {bar}")
+    if v.ws is not None and v.ws.role == "threads" and bar == thread_roles.MEETING_BARRIER:
+        raise v.b.error(f"T.sync_threads({bar}, ..) in a kernel split into warpgroup roles: tilec's roles meet at "
+                        f"named barrier {bar} before the split", hint="take another barrier_id (1 to 14)")
     count = None if arrive_count is None else static_int(v, arrive_count, "T.sync_threads' arrive_count")
     threads = v.kernel.num_threads
     if count is not None and not (0 < count <= threads and count % 32 == 0):
