@@ -518,3 +518,11 @@ def test_a_parallel_loop_in_a_ws_consumer():
     assert np.array_equal(np.asarray(out), a * np.float16(2))
     ptx = tilec.compile(ws_parallel_consumer(), out_idx=[-1], target="sm_90a").get_kernel_source()
     assert "fence.proxy.async.shared::cta" in ptx[ptx.rindex("mbarrier.try_wait"):]
+
+
+@pytest.mark.parametrize("which, spelled", [("array", "barrier=bars)"), ("buffer", "barrier=A_s)")])
+def test_a_tma_copy_barrier_error_is_at_its_line(which, spelled):
+    line = next(i for i, text in enumerate(open(__file__), 1) if f"T.tma_copy(A, A_s, {spelled}" in text)
+    with pytest.raises(tilec.TilecError, match="barrier= of T.tma_copy") as e:
+        build_prim_func(ws_tma_barrier(which), [-1])
+    assert f"test_warp_specialize_ws.py:{line}:" in str(e.value).splitlines()[0]

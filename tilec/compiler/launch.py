@@ -339,7 +339,7 @@ class TensorMapArg(ArgKind):
 
     @staticmethod
     def host_value(value, arrays: list, sizes: dict):
-        from tilec.targets.interp.simt_hopper import TensorMapSim
+        from tilec.targets.interp.simt_tma import TensorMapSim
 
         array = arrays[value["tensor"]]
         strides = tuple(s // array.itemsize for s in array.strides)

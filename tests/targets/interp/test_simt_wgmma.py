@@ -9,7 +9,8 @@ the configurations checked there on the H200)."""
 import numpy as np
 import pytest
 
-from tilec.targets.interp.simt import run_kernel, wgmma_operand_bytes
+from tilec.targets.interp.simt import run_kernel
+from tilec.targets.interp.simt_wgmma import wgmma_operand_bytes
 
 SWIZZLE_CODE = {128: 1, 64: 2, 32: 3}
 
