@@ -26,7 +26,7 @@ from tilec.errors import error_at
 from . import pointers, scalar_ops
 from .interpreter import Compiler, State
 from .simt_cluster import CLUSTER_HANDLERS, run_clusters
-from .simt_hopper import HOPPER_HANDLERS, block_barrier, note_generic_read, note_generic_write, run_roles
+from .simt_hopper import HOPPER_HANDLERS, _lanes, block_barrier, note_generic_read, note_generic_write, run_roles
 from .simt_tma import TMA_HANDLERS, TensorMapSim
 from .simt_wgmma import WGMMA_HANDLERS
 from .values import numpy_dtype, scalarize, uniform
@@ -40,10 +40,6 @@ class Memory:
 
     def __init__(self, array: np.ndarray, what: str, per_thread: bool = False):
         self.array, self.what, self.per_thread = array, what, per_thread
-
-
-def _lanes(st: State) -> int:
-    return st.lanes[0].shape[0]
 
 
 def _check(op, mem: Memory, idx, active, width: int = 1):
