@@ -107,11 +107,7 @@ class RoleClocks:
             index = self._agent(agent if agent[0] == "tma" else ("cp.async", me))
             self.agent_epoch[index] += 1
             self.write(op, where, what, index, self.agent_epoch[index])
-            if into is None:
-                return None
-            joined = into.copy()
-            joined[index] = max(joined[index], self.agent_epoch[index])
-            return joined
+            return None if into is None else self._with_agent(into, index)
 
     def agent_clock(self, agent: tuple, into: np.ndarray | None) -> np.ndarray | None:
         """`into` (a barrier's phase clock) joined with the calling role's cp.async agent, or a TMA
@@ -121,9 +117,13 @@ class RoleClocks:
             return into
         with self.lock:
             index = self._agent(agent if agent[0] == "tma" else ("cp.async", me))
-            joined = np.zeros(self.components, np.int64) if into is None else into.copy()
-            joined[index] = max(joined[index], self.agent_epoch[index])
-            return joined
+            return self._with_agent(np.zeros(self.components, np.int64) if into is None else into, index)
+
+    def _with_agent(self, clock: np.ndarray, index: int) -> np.ndarray:
+        """A copy of `clock` that also holds agent `index`'s copies issued so far."""
+        joined = clock.copy()
+        joined[index] = max(joined[index], self.agent_epoch[index])
+        return joined
 
     def copies_landed(self) -> None:
         """cp.async.wait_group by the calling role: its copies so far are complete, for it."""
