@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import i1
+from xdsl.ir import Block, Region
+
 import tilec.language as T
 from tilec.dialects import tile
 
 from tilec.compiler.pass_configs import report
 
-from .operands import require_kernel, tile_operand
+from ..values import Scalar, TileRef
+from .operands import describe_, require_kernel, tile_operand
 from .registry import handles
 
 
 @handles("gemm")
 def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait):
     require_kernel(v, "T.gemm", whole_tiles=True)
+    for what, flag in (("transpose_A", transpose_A), ("transpose_B", transpose_B), ("k_pack", k_pack)):
+        if isinstance(v.rvalue(flag), Scalar | TileRef):
+            raise v.b.error(f"T.gemm's {what} must be a compile-time value, got {describe_(v.rvalue(flag))}",
+                            hint="the operands' layout is chosen when the kernel is compiled: pass a Python value")
     a = tile_operand(v, A, "T.gemm operand A", ("shared", "fragment"), stages=True)
     b = tile_operand(v, B, "T.gemm operand B", ("shared", "fragment"), stages=True)
     c = tile_operand(v, C, "T.gemm accumulator C", ("fragment",))
@@ -28,8 +37,16 @@ def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_w
     if c.type.shape != (m, n):
         raise v.b.error(f"T.gemm C must be {(m, n)} for A {a.type.shape} and B {b.type.shape}, got {c.type.shape}")
     policy = policy.ir_name if isinstance(policy, T.GemmWarpPolicy) else str(policy).lower()
+    clear = v.condition(clear_accum, "T.gemm's clear_accum")
+    if isinstance(clear, Scalar):  # decided at run time (`clear_accum=(k == 0)` in a loop): C zeroed where it holds
+        then_block = Block()
+        v.b.emit(scf.IfOp(v.b.to_ssa(clear, i1), [], Region(then_block)))
+        then_block.add_op(scf.YieldOp())
+        with v.b.at_end_of(then_block):
+            v.b.emit(tile.FillOp(c, v.b.to_ssa(0, c.type.element_type)))
+        clear = False
     v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
-                         clear_accum=bool(clear_accum), policy=policy, k_pack=int(k_pack)))
+                         clear_accum=bool(clear), policy=policy, k_pack=int(k_pack)))
 
 
 @handles("wgmma_gemm")
