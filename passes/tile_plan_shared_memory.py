@@ -15,7 +15,8 @@ Fails: TilecError at the kernel when the total exceeds `limit` bytes (the limit
 A live range is the program-order interval from a buffer's first use to its
 last, counting uses through `tile.region` / `tile.reshape` / `tile.stage` views (not
 `tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` / `tile.persistent` that
-does not hold the alloc covers the whole loop.  Placement is first-fit, largest
+does not hold the alloc covers the whole loop, and one inside a `tile.warp_specialize {user_roles}`
+(the program's own roles, concurrent) the whole of it.  Placement is first-fit, largest
 buffer first.
 
     %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
@@ -80,11 +81,13 @@ def _span(op: Operation, order: dict[Operation, int]) -> tuple[int, int]:
 
 
 def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int]:
-    """Where a use keeps the buffer alive: the outermost loop around it not holding the alloc."""
+    """Where a use keeps the buffer alive: the outermost loop around it not holding the alloc, or
+    the program's own warpgroup roles around it (which run at once: program order is not time)."""
     where = user
     parent = user.parent_op()
     while parent is not None and not parent.is_ancestor(alloc):
-        if isinstance(parent, tile.ForOp | tile.ParallelOp | tile.PersistentOp):
+        if isinstance(parent, tile.ForOp | tile.ParallelOp | tile.PersistentOp) or \
+                isinstance(parent, tile.WarpSpecializeOp) and parent.user_roles is not None:
             where = parent
         parent = parent.parent_op()
     return _span(where, order)

@@ -268,11 +268,14 @@ class ElectSyncOp(IRDLOperation):
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
     """`bar.sync barrierId, numberOfThreads`: a named barrier among `numberOfThreads` threads
-    (a multiple of 32); without operands, `bar.sync 0` over the block."""
+    (a multiple of 32); without operands, `bar.sync 0` over the block. `bar.sync` is the aligned
+    form: the threads that block in one round all run this instruction. `{unaligned}`:
+    `barrier.sync`, for threads that meet from different code (warp-specialized roles)."""
 
     name = "nvvm.barrier"
     barrierId = opt_operand_def(i32)
     numberOfThreads = opt_operand_def(i32)
+    unaligned = opt_prop_def(UnitAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
 

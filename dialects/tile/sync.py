@@ -98,6 +98,21 @@ def _check_index(op: IRDLOperation, barrier: SSAValue, index: SSAValue | None) -
 
 
 @irdl_op_definition
+class FenceProxyAsyncOp(IRDLOperation):
+    """The running thread's generic-proxy writes to shared memory so far are ordered before the
+    asynchronous proxy's accesses (wgmma operand reads, TMA stores) that follow it, with the
+    synchronization after it (`fence.proxy.async.shared::cta`; TileLang's `T.fence_proxy_async()`).
+
+    ```mlir
+    tile.fence_proxy_async
+    ```
+    """
+
+    name = "tile.fence_proxy_async"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
 class BarrierOp(IRDLOperation):
     """All threads of the block wait here (`T.sync_threads`); inside the consumer region of a
     warp-specialized kernel, the consumer threads only. With `barrier_id` (and `thread_count`),
@@ -113,20 +128,27 @@ class BarrierOp(IRDLOperation):
     name = "tile.barrier"
     barrier_id = opt_prop_def(IntegerAttr)
     thread_count = opt_prop_def(IntegerAttr)
+    unaligned = opt_prop_def(UnitAttr)
+    """The threads meet here from different code (warpgroup roles): PTX's unaligned `barrier.sync`
+    (`bar.sync` promises that every thread blocking in one round runs the same instruction)."""
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict"
 
-    def __init__(self, barrier_id: int | None = None, thread_count: int | None = None):
+    def __init__(self, barrier_id: int | None = None, thread_count: int | None = None, unaligned: bool = False):
         props = {}
         if barrier_id is not None:
             props["barrier_id"] = _i64(barrier_id)
         if thread_count is not None:
             props["thread_count"] = _i64(thread_count)
+        if unaligned:
+            props["unaligned"] = UnitAttr()
         super().__init__(properties=props)
 
     def verify_(self) -> None:
         _require(self.thread_count is None or self.barrier_id is not None,
                  f"{self.name}: thread_count needs a barrier_id")
+        _require(self.unaligned is None or self.barrier_id is not None,
+                 f"{self.name}: unaligned needs a barrier_id (a named barrier)")
         _require(self.barrier_id is None or 0 <= self.barrier_id.value.data < 16,
                  f"{self.name}: barrier_id must be in [0, 16)")
         _require(self.thread_count is None or (self.thread_count.value.data > 0 and self.thread_count.value.data % 32 == 0),
@@ -381,6 +403,12 @@ class WarpSpecializeOp(IRDLOperation):
     `tile.copy {async}`s (cp.async, global to shared) need: the copies spread over the producer's
     threads, each thread arrives on the stage's barrier after its copies (`after_copies`), and the
     first thread alone announces bytes and issues the TMA loads."""
+    user_roles = opt_prop_def(UnitAttr)
+    """The roles are the program's own (TileLang's `T.ws` blocks, or a branch on the thread index):
+    they run at once, ordered only by the program's barriers, which tilec does not read; so no
+    shared buffer one of them uses shares bytes with another (tile-plan-shared-memory). Absent
+    (tilec's own producer and consumers): program order is the protocol's, and the consumers'
+    epilogue may reuse the stages' bytes, every load into them having landed."""
     consumer_groups = opt_prop_def(IntegerAttr)
     """Copies of the consumer region that run at once (absent: 1), group g on its own copy of the
     kernel's threads (g·T to g·T + T − 1 of the block, T = the kernel's threads), each with its own
@@ -394,8 +422,10 @@ class WarpSpecializeOp(IRDLOperation):
 
     def __init__(self, producer: Block, consumer: Block, producer_threads: int = 128,
                  producer_regs: int | None = None, consumer_regs: int | None = None, consumer_groups: int = 1,
-                 all_producer_threads: bool = False):
+                 all_producer_threads: bool = False, user_roles: bool = False):
         props = {"producer_threads": _i64(producer_threads)}
+        if user_roles:
+            props["user_roles"] = UnitAttr()
         if all_producer_threads:
             props["all_producer_threads"] = UnitAttr()
         if consumer_groups != 1:
@@ -407,8 +437,11 @@ class WarpSpecializeOp(IRDLOperation):
         super().__init__(properties=props, regions=[Region(producer), Region(consumer)])
 
     def verify_(self) -> None:
-        _require(self.producer_threads.value.data % 128 == 0 and self.producer_threads.value.data > 0,
+        _require(self.producer_threads.value.data % 128 == 0 and self.producer_threads.value.data >= 0,
                  f"{self.name}: producer_threads must be whole warpgroups (a multiple of 128)")
+        _require(self.producer_threads.value.data or not self.producer.block.ops,
+                 f"{self.name}: a producer region needs producer threads (producer_threads = 0: an empty region, "
+                 f"every warpgroup a consumer group)")
         for what in ("producer_regs", "consumer_regs"):
             value = getattr(self, what)
             _require(value is None or value.value.data in REGISTER_COUNTS,

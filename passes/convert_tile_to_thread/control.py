@@ -158,7 +158,7 @@ def _barrier(L: Lowerer, op: tile.BarrierOp) -> None:
         raise L.error(op, f"named barrier {bar} is the consumer threads' barrier of a warp-specialized kernel",
                       hint="use another barrier id (2 to 15)")
     count = L.kernel.num_threads if op.thread_count is None else op.thread_count.value.data
-    named_barrier(L, count, bar)
+    named_barrier(L, count, bar, unaligned=op.unaligned is not None)
 
 
 @uniform(tile.UseSwizzleOp, tile.AnnotateLayoutOp)

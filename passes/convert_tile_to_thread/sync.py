@@ -114,6 +114,11 @@ def _expect_tx(L: Lowerer, op: tile.MBarrierExpectTxOp) -> None:
             operands=[_barrier_ptr(L, op.barrier, op.index), L.const(op.bytes.value.data, i32)]))
 
 
+@uniform(tile.FenceProxyAsyncOp)
+def _fence_proxy_async(L: Lowerer, op: tile.FenceProxyAsyncOp) -> None:
+    fence_writes(L)
+
+
 @uniform(tile.MBarrierWaitParityOp)
 def _wait(L: Lowerer, op: tile.MBarrierWaitParityOp) -> None:
     """`fence_proxy`: then `fence.proxy.async.shared::cta`, for the phase's cp.async bytes."""
@@ -180,13 +185,14 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     height = rows // bands
     tmap, row_dim = _tma_map(L, op.src, dst, height)
     bar = _barrier_ptr(L, op.barrier, op.index)
-    plain = dataclasses.replace(dst, swizzle=0, chunk=0)  # TMA swizzles the bytes itself
+    plain = dataclasses.replace(dst, swizzle=0, chunk=0, offsets=[0] * len(dst.shape))  # (box_start places the box;
+    # TMA swizzles its bytes itself)
     mask = L.const((1 << blocks) - 1, i16) if blocks > 1 else None
     with _issuer(L):
         for j in range(chunks):
             for band in range(bands):
                 # chunk j: all rows of columns [j*w, (j+1)*w); its band: rows [band*h, (band+1)*h)
-                start = L.add(plain.base, j * rows * width + band * height * width)
+                start = box_start(L, op, dst, band * height, j * width, height, width)
                 origin = list(src.offsets)
                 origin[row_dim] = L.add(origin[row_dim], band * height)
                 origin[-1] = L.add(origin[-1], j * width)
@@ -210,6 +216,32 @@ def _tma_map(L: Lowerer, region: SSAValue, tile_view: View, height: int) -> tupl
     box = [1] * len(L.views[region].offsets)
     box[row_dim], box[-1] = height, tile_view.chunk or cols
     return tensor_map(L, _root_tensor(L, region), str(tile_view.element_type), tuple(box), tile_view.swizzle), row_dim
+
+
+def box_start(L: Lowerer, op, view: View, row: int, col: int, height: int, width: int) -> Index:
+    """The element (from the tile memory's start) where the box of `height` rows and `width` columns
+    at (row, col) of a shared tile `view` begins: a whole tile, a pipeline stage, or a region of one
+    (`T.tma_copy(.., S[:, 64:128])`), whose offsets place the box. TMA moves a box as one dense run
+    of bytes from a 128-byte aligned address (and swizzles it by that address, as the tile's layout
+    does): a region whose box is not one run of the layout, or not aligned, is a located error."""
+    if view.chunk:  # columns in chunks of `chunk` (each chunk's rows `chunk` apart): a box is one chunk's rows
+        dense = width == view.chunk and L.mult(L.add(view.offsets[-1], col)) % view.chunk == 0
+    else:  # row-major: a box of several rows is dense when they are whole rows of the tile
+        dense = height == 1 or (view.strides[-2] == width and L.mult(L.add(view.offsets[-1], col)) % width == 0)
+    if not dense:
+        raise L.error(op, f"a TMA box of {height}x{width} elements at this region of a "
+                          f"{'x'.join(map(str, view.dims))} shared tile is not one run of its layout (TMA moves "
+                          "whole rows of the tile, or whole 64-column chunks of a wide one)",
+                      hint="copy whole rows of the shared tile, or whole 128-byte column chunks "
+                           f"({view.chunk or width} columns) from a multiple of them")
+    start = L.flat(dataclasses.replace(view, swizzle=0), [row, col])
+    nbytes = element_bytes(view.element_type)
+    if L.mult(start) * nbytes % 128 and not (isinstance(start, int) and start == 0):
+        raise L.error(op, f"a TMA box at this region of a {'x'.join(map(str, view.dims))} shared tile starts "
+                          f"{L.mult(start) * nbytes} bytes into a 128-byte line (as far as tilec can tell): TMA "
+                          "needs 128-byte aligned shared addresses",
+                      hint="start the region at a row (and column chunk) whose byte offset is a multiple of 128")
+    return start
 
 
 def _box_at(L: Lowerer, plain: View, start, origin: list) -> tuple[SSAValue, list[SSAValue]]:
@@ -239,12 +271,12 @@ def _tma_store(L: Lowerer, op: tile.TmaStoreOp) -> None:
     tmap, _ = _tma_map(L, op.dst, src, rows)
     fence_writes(L)
     barrier(L)
-    plain = dataclasses.replace(src, swizzle=0, chunk=0)  # TMA unswizzles the bytes itself
+    plain = dataclasses.replace(src, swizzle=0, chunk=0, offsets=[0] * len(src.shape))  # (TMA unswizzles the bytes)
     with _thread_zero(L):
         for j in range(cols // width):  # chunk j: all rows of columns [j*w, (j+1)*w)
             origin = list(dst.offsets)
             origin[-1] = L.add(origin[-1], j * width)
-            ptr, coords = _box_at(L, plain, L.add(plain.base, j * rows * width), origin)
+            ptr, coords = _box_at(L, plain, box_start(L, op, src, 0, j * width, rows, width), origin)
             L.emit(nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp.create(operands=[tmap, ptr, *coords]))
         L.emit(nvvm.CpAsyncBulkCommitGroupOp())
 
@@ -353,13 +385,16 @@ def _setmaxnreg(count: int, action) -> nvvm.SetMaxRegisterOp:
                                                     "action": nvvm.SetMaxRegisterActionAttr(action)})
 
 
-def named_barrier(L: Lowerer, threads: int, bar: Index | None = None) -> None:
+def named_barrier(L: Lowerer, threads: int, bar: Index | None = None, unaligned: bool = False) -> None:
     """`bar.sync id, threads`: `bar` (a user's named barrier, or a group's turn), else the consumer
-    threads of a warp-specialized kernel (id 1), or of one consumer group (id 1 + g)."""
+    threads of a warp-specialized kernel (id 1), or of one consumer group (id 1 + g). `unaligned`:
+    `barrier.sync`, where the threads that meet reach it from different code."""
     ident = bar if bar is not None else L.barrier_id
     ident = L.const(ident, i32) if isinstance(ident, int) else L.emit(arith.IndexCastOp(ident, i32)).results[0]
-    L.emit(nvvm.BarrierOp.create(operands=[ident, L.const(threads, i32)],
-                                 properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}))
+    props = {"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])}
+    if unaligned:
+        props["unaligned"] = UnitAttr()
+    L.emit(nvvm.BarrierOp.create(operands=[ident, L.const(threads, i32)], properties=props))
 
 
 TURN_BARRIERS = 5

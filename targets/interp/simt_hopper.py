@@ -139,6 +139,7 @@ class Hopper:
         self.roles = 0  # > 0 inside a warp-specialized region
         self.named: dict[int, int] = {}  # named barrier → threads arrived in its current round
         self.rounds: dict[int, int] = {}  # named barrier → rounds completed
+        self.named_site: dict = {}  # named barrier → the bar.sync (aligned) its blocking threads run this round
         self.unfenced: dict[int, np.ndarray] = {}  # role thread → shared bytes it read, not yet fenced
         self.unfenced_writes: dict[int, np.ndarray] = {}  # role thread → shared bytes it wrote, not yet fenced
         self.bulk_open: dict[int, list] = {}  # thread → TMA stores issued since its last commit
@@ -400,18 +401,27 @@ class Hopper:
         bar.complete_if_done()
         self.changed()
 
-    def named_barrier(self, op, ident: int, count: int, lanes: int, wait: bool) -> None:
+    def named_barrier(self, op, ident: int, count: int, lanes: int, wait: bool, aligned: bool = False) -> None:
         """`lanes` threads arrive on named barrier `ident` of `count` threads (bar.arrive), and,
-        with `wait`, block until its round completes (bar.sync): the roles' threads meet there."""
+        with `wait`, block until its round completes (bar.sync): the roles' threads meet there.
+        `aligned` (bar.sync): every thread that blocks in one round must run this same instruction."""
         with self.cv:
             arrived = self.named.get(ident, 0) + lanes
             if arrived > count:
                 raise error_at(op, f"more threads ({arrived}) on named barrier {ident} than its count {count} "
                                    f"in one round (simulated)")
+            if aligned:
+                first = self.named_site.setdefault(ident, op)
+                if first is not op:
+                    raise error_at(op, f"bar.sync on named barrier {ident} here and at another instruction in one "
+                                       f"round: bar.sync is aligned (every thread that blocks in a round runs the same "
+                                       f"instruction; compute-sanitizer's synccheck reports it as divergent); threads "
+                                       f"meeting from different code need barrier.sync (simulated)")
             round_ = self.rounds.get(ident, 0)
             self.named_clock[ident] = self.release(self.named_clock.get(ident))
             if arrived == count:
                 self.named[ident] = 0
+                self.named_site.pop(ident, None)
                 self.rounds[ident] = round_ + 1
                 self.named_done[(ident, round_)] = self.named_clock.pop(ident)
                 if wait:
@@ -589,7 +599,8 @@ def _named_barrier(op, c, wait: bool = True):
                                "warp (simulated)")
         if lanes == int(count[0]) and wait:  # the lanes of one role, in lockstep: done
             return
-        hopper_of(st).named_barrier(op, int(ident[0]), int(count[0]), lanes, wait)
+        hopper_of(st).named_barrier(op, int(ident[0]), int(count[0]), lanes, wait,
+                                    aligned=wait and op.unaligned is None)
 
     return run
 

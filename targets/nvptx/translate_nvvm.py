@@ -367,7 +367,8 @@ def _named_barrier(t: T, op: nvvm.BarrierOp) -> None:
         t.call("llvm.nvvm.barrier0", VOID, [])
         return
     bar = t.get(op.barrierId) if op.barrierId is not None else I32(0)
-    t.call("llvm.nvvm.barrier.cta.sync.aligned.count", VOID, [bar, t.get(op.numberOfThreads)])
+    form = "" if op.unaligned is not None else ".aligned"  # barrier.sync: reached from different code
+    t.call(f"llvm.nvvm.barrier.cta.sync{form}.count", VOID, [bar, t.get(op.numberOfThreads)])
 
 
 @lowers(nvvm.BarrierArriveOp)

@@ -418,7 +418,7 @@ def test_tile_work_before_the_roles_runs_once_and_the_block_meets_after_it():
     group0, group1 = consumer.split("} else {", 1)
     assert "tile.copy %Q" in group0 and "tile.copy %Q" not in group1 and "tile.copy %Q" not in producer
     for role in (producer, group0, group1):
-        assert "tile.barrier {barrier_id = 15 : i64, thread_count = 384 : i64}" in role
+        assert "tile.barrier {barrier_id = 15 : i64, thread_count = 384 : i64, unaligned}" in role
     rng = np.random.default_rng()
     q = rng.standard_normal((BM, BK)).astype(np.float16)
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -496,7 +496,27 @@ def test_fragments_before_the_roles_are_every_groups_and_the_block_meets_at_sync
     for by in range(M // BM):
         np.testing.assert_array_equal(d[by, 256:], sel[:128] + sel[256:] * by)
     ptx = tilec.compile(fragment_and_sync_before_the_roles(), target="sm_90a").get_kernel_source()
-    assert ptx.count("bar.sync \t15, 384;") == 3  # each role meets the block at the T.sync_threads()
+    assert ptx.count("barrier.sync \t15, 384;") == 3  # each role meets the block at the T.sync_threads()
+    assert "bar.sync \t15" not in ptx  # (bar.sync is aligned: one instruction for every thread blocking there)
+
+
+def test_the_simulator_reports_roles_meeting_at_an_aligned_bar_sync(monkeypatch):
+    """bar.sync promises that the threads blocking in a round run one instruction; the roles reach
+    the meeting from their own code (session 26's synccheck run on the H100 reported it as
+    divergent), so they meet at the unaligned barrier.sync. Made aligned, the simulator says so."""
+    import types
+
+    from tilec.dialects import tile
+    from tilec.errors import TilecError
+    from tilec.frontend import thread_roles
+
+    aligned = types.SimpleNamespace(**{k: getattr(tile, k) for k in dir(tile) if not k.startswith("__")})
+    aligned.BarrierOp = lambda *a, unaligned=False, **k: tile.BarrierOp(*a, **k)
+    monkeypatch.setattr(thread_roles, "tile", aligned)
+    a, sel = np.zeros((M, K), np.float16), np.zeros(384, np.int32)
+    c, d = np.zeros((M, K), np.float16), np.zeros((M // BM, 384), np.int32)
+    with pytest.raises(TilecError, match="bar.sync on named barrier 15 here and at another instruction"):
+        tilec.compile(fragment_and_sync_before_the_roles(), target="sim")(a, sel, c, d)
 
 
 def one_warp_arrives():

@@ -43,7 +43,7 @@ import operator
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import IntegerAttr, i1, i64
 from xdsl.ir import Block, Region
 
 from tilec.dialects import tile
@@ -139,7 +139,7 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
     branches on the thread index holding mbarrier operations, one warpgroup per side; None for
     other bodies."""
     total = threads[0]
-    if threads[1:] != [1, 1] or total % WARPGROUP or total < 3 * WARPGROUP or ws.uses_ws(stmts):
+    if threads[1:] != [1, 1] or total % WARPGROUP or total < 2 * WARPGROUP or ws.uses_ws(stmts):
         return None
     tids = [s.targets[0].id for s in stmts if isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and ws._is_thread_index(s.value)]
@@ -156,6 +156,8 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
         counts = [taken.count(k) for k in range(len(chain))]
         if any(0 < n < 32 or n and not body for n, (_, body) in zip(counts, chain)):
             continue  # some threads alone (`if tx == 0:`), or some doing nothing here: not warpgroup roles
+        if total == 2 * WARPGROUP and not _both_compute(chain, taken):
+            continue  # two warpgroups, one of them a producer: warp_specialize.py's form
         sides = []
         for k, (_, body) in enumerate(chain):
             mine = [t for t in range(total) if taken[t] == k]
@@ -170,12 +172,13 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
                                 hint="split the threads at multiples of 128, one warpgroup per side")
             sides.append(Side(body, base, not _calls(body) & _WHOLE_TILE_CALLS))
         producers = [x for x in sides if x.producer]
-        if len(producers) != 1 or len(sides) - 1 > 4:
-            what = "every side has some" if not producers else f"{len(producers)} sides have none"
+        if len(producers) > 1 or len(sides) - len(producers) > 4:
+            what = f"{len(producers)} sides have none" if len(producers) > 1 else \
+                f"{len(sides) - len(producers)} sides have some"
             raise v.b.error(f"tilec runs a split into {len(sides)} warpgroup roles as consumers (sides with "
-                            f"whole-tile work: T.gemm, T.Parallel, T.copy, ...) and one producer (a side without, "
-                            f"each thread running its code: T.ptx_cp_async, T.tma_copy, element copies); here "
-                            f"{what}",
+                            f"whole-tile work: T.gemm, T.Parallel, T.copy, ...; at most four) and at most one "
+                            f"producer (a side without, each thread running its code: T.ptx_cp_async, T.tma_copy, "
+                            f"element copies); here {what}",
                             hint="move the loads into one warpgroup and the computation into the others "
                                  "(at most four)")
         for later in stmts[i + 1:]:
@@ -197,6 +200,13 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
     return None
 
 
+def _both_compute(chain, taken: list[int]) -> bool:
+    """Whether a chain over two warpgroups gives each a side of its own with whole-tile work."""
+    sides = [k for k in range(len(chain)) if k in taken]
+    return len(sides) == 2 and all(taken[t] == sides[t // WARPGROUP] for t in range(len(taken))) and \
+        all(_calls(chain[k][1]) & _WHOLE_TILE_CALLS for k in sides)
+
+
 def emit(v, p: Plan) -> None:
     """The kernel body: the prologue's declarations, then one `tile.warp_specialize` of the roles."""
     computed = ws._prologue(v, p.prologue, frozenset(p.tids))
@@ -205,13 +215,15 @@ def emit(v, p: Plan) -> None:
     runs = {id(x): [s for s in computed if {"thread": True, "registers": not x.producer,
                                             "memory": x is consumers[0]}[work[id(s)]]] for x in p.sides}
     met = "memory" in work.values()
-    producer = next(x for x in p.sides if x.producer)
-    split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP, consumer_groups=len(consumers),
-                                           all_producer_threads=True))
+    producer = next((x for x in p.sides if x.producer), None)  # (None: every warpgroup computes)
+    split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP if producer is not None else 0,
+                                           consumer_groups=len(consumers), all_producer_threads=True,
+                                           user_roles=True))
     regs: list[tuple[int, int, object]] = []  # (first thread, count, location) of each role's T.set_max_nreg
     try:
-        with v.runtime_region(split.producer.block, carried=False):
-            _role(v, producer, p, runs[id(producer)], met, regs)
+        if producer is not None:
+            with v.runtime_region(split.producer.block, carried=False):
+                _role(v, producer, p, runs[id(producer)], met, regs)
         with v.runtime_region(split.consumer.block, carried=False):
             group = v.b.emit(tile.ConsumerGroupOp()).results[0] if len(consumers) > 1 else None
             _groups(v, group, consumers, 0, p, runs, met, regs)
@@ -248,7 +260,7 @@ def _role(v, side: Side, p: Plan, prologue: list[ast.stmt], met: bool, regs) -> 
     v.visit_body(prologue)
     _check_pending(v, state, prologue)
     if met:
-        v.b.emit(tile.BarrierOp(MEETING_BARRIER, threads))
+        v.b.emit(tile.BarrierOp(MEETING_BARRIER, threads, unaligned=True))
     state.prologue = False
     state.block = v.b.blocks[-1]
     v.visit_body(side.body)
@@ -327,13 +339,24 @@ def tma_copy(v, barrier: BarrierRef, src, dst) -> None:
     if state.prologue and state.base != 0:
         return  # another warpgroup holds thread 0
     nbytes = ws.nbytes(dst.type)
+    here = v.b.blocks[-1]
+    entry = next((e for e in state.pending if e[0] is barrier.ssa and ws._same(e[1], barrier.index)), None)
+    if entry is not None and entry[3] is here:  # another copy before the arrival: its bytes join the announcement
+        entry[2].bytes = IntegerAttr(entry[2].bytes.value.data + nbytes, i64)
+        _under(v, _first_thread(v), lambda: v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index)))
+        return
+    if entry is not None:
+        raise v.b.error("T.tma_copy(..., barrier=b) here, and an earlier one on the same barrier in an enclosing "
+                        "block, before T.barrier_arrive(b): tilec announces a phase's bytes in one arrival",
+                        hint="issue the copies of one barrier phase in the same block, then T.barrier_arrive(b)")
+    announce = tile.MBarrierExpectTxOp(barrier.ssa, nbytes, barrier.index)
 
     def issue():
-        v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes, barrier.index))
+        v.b.emit(announce)
         v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index))
 
     _under(v, _first_thread(v), issue)
-    state.pending.append([barrier.ssa, barrier.index])
+    state.pending.append([barrier.ssa, barrier.index, announce, here])
 
 
 def barrier_arrive(v, barrier: BarrierRef) -> None:
@@ -357,7 +380,7 @@ def sync_threads(v) -> None:
                         "roles do not reach: the roles meet at mbarriers",
                         hint="synchronize the roles with T.barrier_arrive / T.barrier_wait, or a named barrier of "
                              "the threads that meet: T.sync_threads(barrier_id, arrive_count)")
-    v.b.emit(tile.BarrierOp(MEETING_BARRIER, v.ws.threads))
+    v.b.emit(tile.BarrierOp(MEETING_BARRIER, v.ws.threads, unaligned=True))
 
 
 def set_max_nreg(v, count: int, increase: bool) -> None:

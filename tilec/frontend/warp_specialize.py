@@ -319,7 +319,7 @@ def emit(v, stmts: list[ast.stmt], producer: int, consumer: int) -> None:
             handoff = BarrierRef(v.b.emit(tile.AllocBarrierOp(WARPGROUP)).results[0])
     # the roles are built in place, inside the kernel (ops that verify where they stand, such as
     # T.Parallel's, see their kernel)
-    split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP))
+    split = v.b.emit(tile.WarpSpecializeOp(Block(), Block(), WARPGROUP, user_roles=True))
     v.frame.names["_tl_serial"] = T.serial
     try:
         for (role, k), region in zip((("producer", producer), ("consumer", consumer)), (split.producer, split.consumer)):

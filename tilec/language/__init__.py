@@ -34,6 +34,7 @@ from .structure import (
 from .reduce import cummax, cumsum, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sync import (
     Layout, annotate_layout, atomic_add, atomic_addx2, atomic_addx4, atomic_max, atomic_min, barrier_arrive, barrier_wait, device_assert,
+    fence_proxy_async,
     mbarrier_arrive, mbarrier_wait_parity, print, sync_threads, use_swizzle, ws,
 )
 
@@ -48,7 +49,7 @@ __all__ = [
     "bool", "Buffer",
     "Cast", "cast", "ceil", "ceildiv", "clamp", "clear", "const", "copy", "cos", "cp_async_barrier_noinc",
     "cummax", "cumsum",
-    "device_assert", "double", "dtype", "dtypes", "dynamic", "empty", "erf", "exp", "exp2", "fill",
+    "device_assert", "double", "dtype", "dtypes", "dynamic", "empty", "erf", "exp", "exp2", "fence_proxy_async", "fill",
     "float", "float16", "float32", "float4_e2m1fn", "float64", "float6_e2m3fn", "float6_e3m2fn",
     "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "floor", "floordiv",
     "floormod", "fp8", "gemm", "GemmWarpPolicy", "get_block_binding", "get_thread_binding", "half",

@@ -13,6 +13,14 @@ def sync_threads(barrier_id=None, arrive_count=None):
 
 
 @builtin
+def fence_proxy_async():
+    """Orders this thread's writes to shared memory before the asynchronous proxy's reads of them
+    (a wgmma operand, a TMA store) that come after it (PTX `fence.proxy.async.shared::cta`): what a
+    kernel writes with ordinary stores for a wgmma of another warpgroup, before it arrives on the
+    barrier that warpgroup waits for. (tilec fences its own gemm operands where it writes them.)"""
+
+
+@builtin
 def mbarrier_arrive(mbarrier):
     """Arrives on an mbarrier (`bars[i]` for one of an array)."""
 

@@ -11,6 +11,12 @@ from .operands import describe_, require_kernel, static_int
 from .registry import handles
 
 
+@handles("fence_proxy_async")
+def fence_proxy_async(v):
+    require_kernel(v, "T.fence_proxy_async")
+    v.b.emit(tile.FenceProxyAsyncOp())
+
+
 @handles("sync_threads")
 def sync_threads(v, barrier_id, arrive_count):
     require_kernel(v, "T.sync_threads", whole_tiles=True)
@@ -33,7 +39,7 @@ def sync_threads(v, barrier_id, arrive_count):
     if count is not None and not (0 < count <= threads and count % 32 == 0):
         raise v.b.error(f"T.sync_threads: arrive_count must be a multiple of 32 (whole warps) up to the block's "
                         f"{threads} threads, got {count}")
-    v.b.emit(tile.BarrierOp(bar, count))
+    v.b.emit(tile.BarrierOp(bar, count, unaligned=v.ws is not None))  # (roles may meet there from their own code)
 
 
 def barrier_ref(v, barrier, what: str) -> BarrierRef:

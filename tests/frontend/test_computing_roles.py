@@ -1,0 +1,225 @@
+"""Warpgroup roles that all compute: `if tx < 128: .. else: ..` over 256 threads where both sides do
+whole-tile work and issue their own TMA loads, with no producer warpgroup (TileLang's
+example_warp_specialize_flashmla.py's form). tilec builds one `tile.warp_specialize` of two consumer
+groups and no producer threads (tilec/frontend/thread_roles.py). Also here: what that example needed
+besides (a gemm's run-time `clear_accum`, TMA boxes into column regions of a shared tile, several
+T.tma_copy on one barrier phase before its arrival, `T.fence_proxy_async`).
+
+Kernels live in this file (the frontend reads their source with `inspect`).
+"""
+
+# ruff: noqa: F841
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec.dialects import print_ir
+from tilec.errors import TilecError
+from tilec.frontend import build_prim_func
+
+H, N, D, C = 64, 64, 256, 64  # rows of Q, keys per warpgroup, depth, the chunk of a TMA box (128 bytes)
+
+
+def two_computing_roles(fence=True):
+    """Warpgroup 0 computes S0 = Q K0^T, warpgroup 1 S1 = Q K1^T, each over four 64-column chunks of
+    depth loaded by its own TMA boxes (region destinations; `clear_accum=(j == 0)`). Group 0 hands
+    S0 (as float16) to group 1 through shared memory, which group 1 multiplies by V: O = S1 + P0 V.
+    Q comes before the roles in three TMA copies on one barrier phase, arrived on by all 256 threads."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((H, D), T.float16), K: T.Tensor((2 * N, D), T.float16), V: T.Tensor((N, C), T.float16),
+             S0: T.Tensor((H, N), T.float32), O: T.Tensor((H, C), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            Q_l = T.alloc_shared((H, D // 2), T.float16)
+            Q_r = T.alloc_shared((H, D // 4), T.float16)
+            Q_t = T.alloc_shared((H, D // 4), T.float16)
+            K0 = T.alloc_shared((N, D), T.float16)
+            K1 = T.alloc_shared((N, D), T.float16)
+            V_s = T.alloc_shared((N, C), T.float16)
+            P_s = T.alloc_shared((H, N), T.float16)
+            q_ready = T.alloc_barrier(arrive_count=256)
+            k0_ready = T.alloc_barrier(arrive_count=[128] * (D // C))
+            k1_ready = T.alloc_barrier(arrive_count=[128] * (D // C))
+            v_ready = T.alloc_barrier(arrive_count=128)
+            p_ready = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            T.tma_copy(Q[:, :D // 2], Q_l, barrier=q_ready)
+            T.tma_copy(Q[:, D // 2:3 * D // 4], Q_r, barrier=q_ready)
+            T.tma_copy(Q[:, 3 * D // 4:], Q_t, barrier=q_ready)
+            T.barrier_arrive(q_ready)
+            T.barrier_wait(q_ready, 0)
+            if tx < 128:
+                s0 = T.alloc_fragment((H, N), T.float32)
+                p0 = T.alloc_fragment((H, N), T.float16)
+                for j in T.unroll(D // C):
+                    T.tma_copy(K[0:N, j * C:(j + 1) * C], K0[:, j * C:(j + 1) * C], barrier=k0_ready[j])
+                    T.barrier_arrive(k0_ready[j])
+                for j in T.unroll(D // C // 2):
+                    T.barrier_wait(k0_ready[j], 0)
+                    T.wgmma_gemm(Q_l[:, j * C:(j + 1) * C], K0[:, j * C:(j + 1) * C], s0, transpose_B=True,
+                                 clear_accum=(j == 0))
+                T.barrier_wait(k0_ready[2], 0)
+                T.wgmma_gemm(Q_r, K0[:, 2 * C:3 * C], s0, transpose_B=True)
+                T.barrier_wait(k0_ready[3], 0)
+                T.wgmma_gemm(Q_t, K0[:, 3 * C:], s0, transpose_B=True)
+                T.copy(s0, S0)
+                T.copy(s0, p0)
+                T.copy(p0, P_s)
+                if fence:
+                    T.fence_proxy_async()
+                T.barrier_arrive(p_ready)
+            else:
+                s1 = T.alloc_fragment((H, N), T.float32)
+                for j in T.unroll(D // C):
+                    T.tma_copy(K[N:2 * N, j * C:(j + 1) * C], K1[:, j * C:(j + 1) * C], barrier=k1_ready[j])
+                    T.barrier_arrive(k1_ready[j])
+                T.tma_copy(V[:, :], V_s, barrier=v_ready)
+                T.barrier_arrive(v_ready)
+                for j in T.unroll(D // C // 2):
+                    T.barrier_wait(k1_ready[j], 0)
+                    T.wgmma_gemm(Q_l[:, j * C:(j + 1) * C], K1[:, j * C:(j + 1) * C], s1, transpose_B=True,
+                                 clear_accum=(j == 0))
+                T.barrier_wait(k1_ready[2], 0)
+                T.wgmma_gemm(Q_r, K1[:, 2 * C:3 * C], s1, transpose_B=True)
+                T.barrier_wait(k1_ready[3], 0)
+                T.wgmma_gemm(Q_t, K1[:, 3 * C:], s1, transpose_B=True)
+                T.barrier_wait(v_ready, 0)
+                T.barrier_wait(p_ready, 0)
+                T.wgmma_gemm(P_s, V_s, s1)
+                T.copy(s1, O)
+
+    return main
+
+
+def _inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal(s).astype(np.float16) * 0.25 for s in ((H, D), (2 * N, D), (N, C)))
+    s0 = q.astype(np.float64) @ k[:N].astype(np.float64).T
+    o = q.astype(np.float64) @ k[N:].astype(np.float64).T + s0.astype(np.float16).astype(np.float64) @ v
+    return (q, k, v), s0, o
+
+
+def _run(target):
+    (q, k, v), s0_ref, o_ref = _inputs()
+    s0, o = np.zeros((H, N), np.float32), np.zeros((H, C), np.float32)
+    if target == "cuda":
+        import torch
+
+        args = [torch.from_numpy(x).cuda() for x in (q, k, v, s0, o)]
+        tilec.compile(two_computing_roles(), target=target)(*args)
+        s0, o = args[3].cpu().numpy(), args[4].cpu().numpy()
+    else:
+        tilec.compile(two_computing_roles(), target=target)(q, k, v, s0, o)
+    np.testing.assert_allclose(s0, s0_ref, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(o, o_ref, rtol=2e-2, atol=2e-2)
+
+
+def test_two_computing_warpgroups_run_on_the_simulator():
+    _run("sim")
+
+
+def test_two_computing_warpgroups_are_two_consumer_groups_and_no_producer():
+    ir = print_ir(build_prim_func(two_computing_roles(), []).module)
+    assert "producer_threads = 0 : i64" in ir and "consumer_groups = 2 : i64" in ir
+    assert "tile.fence_proxy_async" in ir
+    # the three copies of Q's phase announce their bytes in one arrival: 64 x (128 + 64 + 64) halves
+    assert ir.count("tile.mbarrier_expect_tx") == 4  # Q; K0's and K1's (in their loops); V
+    assert f"bytes = {H * D * 2} : i64" in ir
+
+
+@pytest.mark.gpu
+def test_two_computing_warpgroups_on_the_gpu():
+    _run("cuda")
+
+
+def _gemm_of_regions(clear_by):
+    @T.prim_func
+    def main(A: T.Tensor((64, 256), T.float16), B: T.Tensor((64, 256), T.float16), Out: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 256), T.float16)
+            B_s = T.alloc_shared((64, 256), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            if clear_by == "unroll":
+                for j in T.unroll(4):
+                    T.gemm(A_s[:, j * 64:(j + 1) * 64], B_s[:, j * 64:(j + 1) * 64], acc, transpose_B=True,
+                           clear_accum=(j == 0))
+            else:
+                T.fill(acc, 7)  # cleared by the first gemm at run time
+                for j in T.serial(4):
+                    T.gemm(A_s[:, j * 64:(j + 1) * 64], B_s[:, j * 64:(j + 1) * 64], acc, transpose_B=True,
+                           clear_accum=j < 1)
+            T.copy(acc, Out)
+
+    return main
+
+
+@pytest.mark.parametrize("clear_by", ["unroll", "serial"])
+@pytest.mark.parametrize("target, configs", [("interp", {}), ("sim", {}), ("sim", {"tilec.enable_wgmma": False})],
+                         ids=["interp", "wgmma", "mma"])
+def test_a_run_time_clear_accum_clears_where_it_holds(clear_by, target, configs):
+    """`clear_accum=(j == 0)` is a run-time value in a loop: C is zeroed where it holds (it had been
+    taken as True, so every iteration cleared and only the last chunk counted)."""
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((64, 256)).astype(np.float16) for _ in range(2))
+    out = np.zeros((64, 64), np.float32)
+    tilec.compile(_gemm_of_regions(clear_by), target=target, pass_configs=configs)(a, b, out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-3, atol=1e-3)
+
+
+def _gemm_transposed_at_run_time():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16), Out: T.Tensor((64, 64), T.float32),
+             t: T.int32):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            B_s = T.alloc_shared((64, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, acc, transpose_B=t > 0)  # the transposed operand's line
+            T.copy(acc, Out)
+
+    return main
+
+
+def _tma_into_row_major_columns():
+    @T.prim_func
+    def main(X: T.Tensor((64, 256), T.float16), Y: T.Tensor((64, 256), T.float16)):
+        with T.Kernel(1, threads=256) as bx:
+            S = T.alloc_shared((64, 256), T.float16)  # row-major: no wgmma reads it
+            bar = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.tma_copy(X[:, 64:128], S[:, 64:128], barrier=bar)  # the region's line
+                T.barrier_arrive(bar)
+                T.barrier_wait(bar, 0)
+                T.copy(S, Y)
+            else:
+                F = T.alloc_fragment((64, 64), T.float32)
+                T.fill(F, 0)
+
+    return main
+
+
+def _arguments(make):
+    if make is _tma_into_row_major_columns:
+        return np.ones((64, 256), np.float16), np.zeros((64, 256), np.float16)
+    return np.ones((64, 64), np.float16), np.ones((64, 64), np.float16), np.zeros((64, 64), np.float32), 1
+
+
+def _line(marker: str) -> int:
+    return next(i for i, text in enumerate(open(__file__), 1) if marker in text and "def " not in text)
+
+
+@pytest.mark.parametrize("make, marker, message", [
+    (_gemm_transposed_at_run_time, "the transposed operand's line", "T.gemm's transpose_B must be a compile-time"),
+    (_tma_into_row_major_columns, "the region's line", "is not one run of its layout"),
+], ids=["run-time-transpose", "tma-row-major-columns"])
+def test_what_tilec_cannot_build_here_is_a_located_error(make, marker, message):
+    with pytest.raises(TilecError, match=message) as e:
+        tilec.compile(make(), target="sim")(*_arguments(make))
+    assert f"test_computing_roles.py:{_line(marker)}:" in str(e.value)
