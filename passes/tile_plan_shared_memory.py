@@ -93,6 +93,16 @@ def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int
     return _span(where, order)
 
 
+def _user_roles_around(op: Operation) -> tile.WarpSpecializeOp | None:
+    """The outermost `tile.warp_specialize {user_roles}` holding `op`, if any."""
+    found, parent = None, op.parent_op()
+    while parent is not None:
+        if isinstance(parent, tile.WarpSpecializeOp) and parent.user_roles is not None:
+            found = parent
+        parent = parent.parent_op()
+    return found
+
+
 def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
     order = {op: i for i, op in enumerate(kernel.walk())}
     buffers = []
@@ -107,6 +117,9 @@ def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
                 use.operation, tile.RegionOp | tile.ReshapeOp | tile.StageOp | tile.AnnotateLayoutOp
             )
         ] or [(order[op], order[op])]
+        roles = _user_roles_around(op)  # allocated inside the program's own roles: alive while they run
+        if roles is not None:
+            intervals.append(_span(roles, order))
         start, end = min(i[0] for i in intervals), max(i[1] for i in intervals)
         buffers.append(_Buffer(op, op.nbytes, op.alignment, start, end))
     for op in kernel.walk():  # mbarriers: 8 bytes each, alive for the whole kernel

@@ -91,6 +91,7 @@ class Lowerer(MemoryAccess):
         self.group: SSAValue | None = None  # block_tid / threads
         self.group_scratch: Operation | None = None  # the constant: bytes between two groups' exchange buffers
         self.barrier_id: Index = 1  # the named barrier of the consumer threads (bar.sync 0 is the block's)
+        self.reserved_barriers: range = range(0)  # inside a warp-specialized region: the consumer groups' barriers
         self.cluster_rank: SSAValue | None = None  # a kernel of clusters: the block's rank in its cluster
         self.scratch_shift: Index = 0  # inside a consumer group: where its exchange buffer starts (bytes)
         # inside a tile.persistent of consumer groups: (tiles before, tile, gridDim.x, tiles, groups)

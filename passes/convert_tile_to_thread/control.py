@@ -154,9 +154,13 @@ def _barrier(L: Lowerer, op: tile.BarrierOp) -> None:
     from .sync import NAMED_CONSUMER_BARRIER, named_barrier
 
     bar = op.barrier_id.value.data
-    if L.barrier_threads is not None and bar == NAMED_CONSUMER_BARRIER:
-        raise L.error(op, f"named barrier {bar} is the consumer threads' barrier of a warp-specialized kernel",
-                      hint="use another barrier id (2 to 15)")
+    reserved = L.reserved_barriers if L.reserved_barriers else \
+        range(NAMED_CONSUMER_BARRIER, NAMED_CONSUMER_BARRIER + 1) if L.barrier_threads is not None else range(0)
+    if bar in reserved:
+        ids = f"{reserved.start}" if len(reserved) == 1 else f"{reserved.start} to {reserved.stop - 1}"
+        raise L.error(op, f"named barrier {bar} is one of the consumer warpgroups' own barriers in this "
+                          f"warp-specialized kernel ({ids}): the threads meeting there would count toward each "
+                          "other's rounds", hint=f"use another barrier id ({reserved.stop} to 14)")
     count = L.kernel.num_threads if op.thread_count is None else op.thread_count.value.data
     named_barrier(L, count, bar, unaligned=op.unaligned is not None)
 

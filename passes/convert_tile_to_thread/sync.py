@@ -176,9 +176,9 @@ def _tma_load(L: Lowerer, op: tile.TmaLoadOp) -> None:
     bands when the chunks do not divide among the blocks) is issued by the block of rank q mod c
     with a CTA mask of every block: it lands in each block's tile and completes on each block's
     barrier, at the same shared-memory offsets."""
-    src, dst = L.views[op.src], L.views[op.dst]
+    src, dst = L.views[op.src], as_2d(L, op, L.views[op.dst])
     rows, cols = dst.shape
-    width = dst.chunk or cols
+    width = whole_chunks(L, op, dst)
     chunks = cols // width
     blocks = L.kernel.cluster_size if op.multicast is not None else 1
     bands = tile.multicast_bands(rows, chunks, blocks)  # (the verifier checked that it divides)
@@ -218,6 +218,32 @@ def _tma_map(L: Lowerer, region: SSAValue, tile_view: View, height: int) -> tupl
     return tensor_map(L, _root_tensor(L, region), str(tile_view.element_type), tuple(box), tile_view.swizzle), row_dim
 
 
+def as_2d(L: Lowerer, op, view: View) -> View:
+    """A shared tile view of rank > 2 whose leading dims are 1 (`K_s[s, :, 0:64]`, a region of a
+    pipeline stage) as the 2-D view of its rows and columns, from the same element."""
+    if len(view.shape) == 2:
+        return view
+    if any(n != 1 for n in view.shape[:-2]):
+        raise L.error(op, f"a TMA copy of a {'x'.join(map(str, view.shape))} shared region: TMA boxes here are "
+                          "2-D (rows and columns of one tile)", hint="copy one 2-D tile (or stage) at a time")
+    base = view.base
+    for offset, stride in zip(view.offsets[:-2], view.strides[:-2]):
+        base = L.add(base, L.mul(offset, stride))
+    return dataclasses.replace(view, shape=tuple(view.shape[-2:]), offsets=list(view.offsets[-2:]),
+                               strides=list(view.strides[-2:]), dims=list(view.dims[-2:]), base=base)
+
+
+def whole_chunks(L: Lowerer, op, view: View) -> int:
+    """The columns of one TMA box of a shared tile view: its 128-byte chunk (a wide swizzled tile), or
+    its width. A region that is not whole chunks is a located error (its boxes would not cover it)."""
+    rows, cols = view.shape
+    width = view.chunk or cols
+    if cols % width:
+        raise L.error(op, f"a TMA copy of {cols} columns of a shared tile laid out in {width}-column chunks: TMA "
+                          "moves whole chunks", hint=f"copy a multiple of {width} columns, from a chunk's start")
+    return width
+
+
 def box_start(L: Lowerer, op, view: View, row: int, col: int, height: int, width: int) -> Index:
     """The element (from the tile memory's start) where the box of `height` rows and `width` columns
     at (row, col) of a shared tile `view` begins: a whole tile, a pipeline stage, or a region of one
@@ -236,11 +262,13 @@ def box_start(L: Lowerer, op, view: View, row: int, col: int, height: int, width
                            f"({view.chunk or width} columns) from a multiple of them")
     start = L.flat(dataclasses.replace(view, swizzle=0), [row, col])
     nbytes = element_bytes(view.element_type)
-    if L.mult(start) * nbytes % 128 and not (isinstance(start, int) and start == 0):
+    align = 8 * view.swizzle if view.swizzle else 128  # (a swizzled box starts on its pattern's repeat)
+    if L.mult(start) * nbytes % align:
         raise L.error(op, f"a TMA box at this region of a {'x'.join(map(str, view.dims))} shared tile starts "
-                          f"{L.mult(start) * nbytes} bytes into a 128-byte line (as far as tilec can tell): TMA "
-                          "needs 128-byte aligned shared addresses",
-                      hint="start the region at a row (and column chunk) whose byte offset is a multiple of 128")
+                          f"{L.mult(start) * nbytes % align} bytes into a {align}-byte block (as far as tilec can "
+                          f"tell): TMA needs {align}-byte aligned shared addresses here"
+                          + (f" (the {view.swizzle}-byte swizzle repeats every {align} bytes)" if view.swizzle else ""),
+                      hint=f"start the region at a row (and column chunk) whose byte offset is a multiple of {align}")
     return start
 
 
@@ -265,9 +293,9 @@ def _tma_store(L: Lowerer, op: tile.TmaStoreOp) -> None:
     then thread 0 issues one box per 128-byte column chunk (`cp.async.bulk.tensor.global.shared::cta
     .bulk_group`, over the region's tensor dims as `tile.tma_load`'s boxes) and commits them as one
     bulk group. TMA does not write the part of a box outside the tensor."""
-    src, dst = L.views[op.src], L.views[op.dst]
+    src, dst = as_2d(L, op, L.views[op.src]), L.views[op.dst]
     rows, cols = src.shape
-    width = src.chunk or cols
+    width = whole_chunks(L, op, src)
     tmap, _ = _tma_map(L, op.dst, src, rows)
     fence_writes(L)
     barrier(L)
@@ -323,6 +351,14 @@ def tma_box_bytes(view: View) -> int:
 @uniform(tile.WarpSpecializeOp)
 def _warp_specialize(L: Lowerer, op: tile.WarpSpecializeOp) -> None:
     consumers = L.threads * op.groups
+    reserved, L.reserved_barriers = L.reserved_barriers, range(NAMED_CONSUMER_BARRIER, NAMED_CONSUMER_BARRIER + op.groups)
+    try:
+        _split_roles(L, op, consumers)
+    finally:
+        L.reserved_barriers = reserved
+
+
+def _split_roles(L: Lowerer, op: tile.WarpSpecializeOp, consumers: int) -> None:
     is_producer = L.emit(arith.CmpiOp(L.block_tid, L.const(consumers), "uge")).results[0]
     producer, consumer = Block(), Block()
     split = L.emit(scf.IfOp(is_producer, [], Region(producer), Region(consumer)))

@@ -223,3 +223,225 @@ def test_what_tilec_cannot_build_here_is_a_located_error(make, marker, message):
     with pytest.raises(TilecError, match=message) as e:
         tilec.compile(make(), target="sim")(*_arguments(make))
     assert f"test_computing_roles.py:{_line(marker)}:" in str(e.value)
+
+
+# ---------------------------------------------------------------- a review's probes (session 27)
+
+
+def tma_into_stage_regions():
+    """Each 64-column chunk of both stages of a [2, 64, 128] tile TMA-loaded by a region of its own
+    (`K_s[s, :, 0:64]`), then each stage read by a wgmma: O[:, 64s:64s+64] = Q K_s[s]^T."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((64, 128), T.float16), K: T.Tensor((128, 128), T.float16), O: T.Tensor((64, 128), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            Q_s = T.alloc_shared((64, 128), T.float16)
+            K_s = T.alloc_shared((2, 64, 128), T.float16)
+            bq = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                s = T.alloc_fragment((64, 64), T.float32)
+                T.tma_copy(Q[:, :], Q_s, barrier=bq)
+                T.tma_copy(K[0:64, 64:128], K_s[0, :, 64:128], barrier=bq)
+                T.tma_copy(K[0:64, 0:64], K_s[0, :, 0:64], barrier=bq)
+                T.tma_copy(K[64:128, 0:64], K_s[1, :, 0:64], barrier=bq)
+                T.tma_copy(K[64:128, 64:128], K_s[1, :, 64:128], barrier=bq)
+                T.barrier_arrive(bq)
+                T.barrier_wait(bq, 0)
+                for b in T.unroll(2):
+                    T.gemm(Q_s, K_s[b, :, :], s, transpose_B=True, clear_accum=True)
+                    T.copy(s, O[:, b * 64:(b + 1) * 64])
+            else:
+                s1 = T.alloc_fragment((64, 64), T.float32)
+                T.fill(s1, 0)
+
+    return main
+
+
+def test_tma_boxes_into_regions_of_pipeline_stages():
+    rng = np.random.default_rng(2)
+    q, k = (rng.standard_normal(s).astype(np.float16) for s in ((64, 128), (128, 128)))
+    o = np.zeros((64, 128), np.float32)
+    tilec.compile(tma_into_stage_regions(), target="sim")(q, k, o)
+    np.testing.assert_allclose(o, q.astype(np.float64) @ k.astype(np.float64).T, rtol=2e-3, atol=2e-3)
+
+
+def buffers_inside_the_roles(upper_first=False):
+    """Each role allocates a shared buffer of its own inside its side and works on it, while the other
+    does the same: the two must not share bytes. The chain may list the upper warpgroup first."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32), B: T.Tensor((64, 32), T.float32),
+             O0: T.Tensor((64, 64), T.float32), O1: T.Tensor((64, 32), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            bar = T.alloc_barrier(arrive_count=256)
+            tx = T.get_thread_binding()
+            if (tx >= 128) == upper_first:
+                T.barrier_arrive(bar)
+                S0 = T.alloc_shared((64, 64), T.float32)
+                f0 = T.alloc_fragment((64, 64), T.float32)
+                T.copy(A, S0)
+                for k in T.serial(4):
+                    for i, j in T.Parallel(64, 64):
+                        f0[i, j] = S0[i, j] + S0[j, i]
+                    T.copy(f0, S0)
+                T.copy(S0, O0)
+            else:
+                T.barrier_arrive(bar)
+                S1 = T.alloc_shared((64, 32), T.float32)
+                f1 = T.alloc_fragment((64, 32), T.float32)
+                T.copy(B, S1)
+                for k in T.serial(4):
+                    for i, j in T.Parallel(64, 32):
+                        f1[i, j] = S1[i, j] * 0.5 + 1
+                    T.copy(f1, S1)
+                T.copy(S1, O1)
+
+    return main
+
+
+@pytest.mark.parametrize("upper_first", [False, True], ids=["lower-first", "upper-first"])
+def test_buffers_allocated_inside_roles_get_bytes_of_their_own(upper_first):
+    from tilec.compiler.lower import lower_to_thread
+    from tilec.target import resolve_target
+
+    lowered = lower_to_thread(build_prim_func(buffers_inside_the_roles(upper_first), []), resolve_target("sim"), {})
+    ir = lowered.stage("tile-opt")
+    assert "producer_threads = 0 : i64" in ir  # (either order of the chain: two computing roles)
+    offsets = sorted(int(line.split("offset = ")[1].split(" ")[0]) for line in ir.splitlines()
+                     if "tile.alloc {" in line and "shared>" in line)
+    assert offsets == [0, 64 * 64 * 4]
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 64)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32)
+    o0, o1 = np.zeros((64, 64), np.float32), np.zeros((64, 32), np.float32)
+    tilec.compile(buffers_inside_the_roles(upper_first), target="sim")(a, b, o0, o1)
+    e0, e1 = a.astype(np.float64), b.astype(np.float64)
+    for _ in range(4):
+        e0, e1 = e0 + e0.T, e1 * 0.5 + 1
+    np.testing.assert_allclose(o0, e0, rtol=1e-5)
+    np.testing.assert_allclose(o1, e1, rtol=1e-6)
+
+
+def named_barrier_across_roles(bar=3):
+    """Both roles write a tile to shared memory, meet at named barrier `bar` (256 threads, the
+    block's), then read the other's."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32), O0: T.Tensor((64, 64), T.float32), O1: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            S0 = T.alloc_shared((64, 64), T.float32)
+            S1 = T.alloc_shared((64, 64), T.float32)
+            bar0 = T.alloc_barrier(arrive_count=256)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.barrier_arrive(bar0)
+                f0 = T.alloc_fragment((64, 64), T.float32)
+                T.copy(A, f0)
+                for i, j in T.Parallel(64, 64):
+                    f0[i, j] = f0[i, j] * 2
+                T.copy(f0, S0)
+                T.sync_threads(bar, 256)  # the named barrier's line
+                T.copy(S1, O0)
+            else:
+                T.barrier_arrive(bar0)
+                f1 = T.alloc_fragment((64, 64), T.float32)
+                T.copy(A, f1)
+                for i, j in T.Parallel(64, 64):
+                    f1[i, j] = f1[i, j] * 3
+                T.copy(f1, S1)
+                T.sync_threads(bar, 256)
+                T.copy(S0, O1)
+
+    return main
+
+
+def test_a_named_barrier_of_the_blocks_threads_across_roles():
+    a = np.random.default_rng(4).standard_normal((64, 64)).astype(np.float32)
+    o0, o1 = np.zeros_like(a), np.zeros_like(a)
+    tilec.compile(named_barrier_across_roles(), target="sim")(a, o0, o1)
+    np.testing.assert_array_equal(o0, a * 3)
+    np.testing.assert_array_equal(o1, a * 2)
+    ptx = tilec.compile(named_barrier_across_roles(), target="sm_90a").get_kernel_source()
+    assert ptx.count("barrier.sync \t3, 256;") == 2 and "bar.sync \t3" not in ptx  # (from each role's own code)
+
+
+_ROLES_WITH_A_COPY = """import tilec.language as T
+
+
+def make():
+    @T.prim_func
+    def main(K: T.Tensor((128, 256), T.float16), O: T.Tensor((64, 64), T.float32), n: T.int32):
+        with T.Kernel(1, threads=256) as bx:
+            K_s = T.alloc_shared((64, 256), T.float16)
+            b = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                s = T.alloc_fragment((64, 64), T.float32)
+COPY
+                T.barrier_wait(b, 0)
+                T.gemm(K_s[:, 0:64], K_s[:, 64:128], s, transpose_B=True, clear_accum=True)
+                T.copy(s, O)
+            else:
+                s1 = T.alloc_fragment((64, 64), T.float32)
+                T.fill(s1, 0)
+    return main
+"""
+
+
+def _roles_with(copy: str) -> str:
+    """Two computing roles; role 0 loads K into a 64x256 wgmma tile by the T.tma_copy form `copy`."""
+    return _ROLES_WITH_A_COPY.replace("COPY", "\n".join(" " * 16 + line for line in copy.splitlines()))
+
+
+@pytest.mark.parametrize("copy, message", [
+    ("T.tma_copy(K[0:64, 0:32], K_s[:, 0:32], barrier=b)  # the copy's line\nT.barrier_arrive(b)",
+     "a TMA copy of 32 columns of a shared tile laid out in 64-column chunks"),
+    ("T.tma_copy(K[4:64, 0:64], K_s[4:64, 0:64], barrier=b)  # the copy's line\nT.barrier_arrive(b)",
+     "starts 512 bytes into a 1024-byte block"),
+    ("for j in T.serial(4):\n    T.tma_copy(K[0:64, j * 64:(j + 1) * 64], K_s[:, j * 64:(j + 1) * 64], barrier=b)\n"
+     "T.barrier_arrive(b)  # the copy's line", "after a T.tma_copy\\(..., barrier=b\\) in a loop or branch of its own"),
+    ("if n > 0:\n    T.tma_copy(K[0:64, :], K_s, barrier=b)\nT.barrier_arrive(b)  # the copy's line",
+     "after a T.tma_copy\\(..., barrier=b\\) in a loop or branch of its own"),
+    ("T.tma_copy(K[0:64, :], K_s, barrier=b)\nT.barrier_arrive(b)\nT.sync_threads(2, 128)  # the copy's line",
+     "named barrier 2 is one of the consumer warpgroups' own barriers"),
+], ids=["part-of-a-chunk", "off-the-swizzle-pattern", "copies-in-a-loop", "copy-in-a-branch", "group-barrier-id"])
+def test_tma_copies_tilec_cannot_place_are_located_errors(tmp_path, monkeypatch, copy, message):
+    import importlib
+
+    name = f"roles_with_a_copy_{tmp_path.name}"  # (a module of its own per case)
+    path = tmp_path / f"{name}.py"
+    path.write_text(_roles_with(copy))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "the copy's line" in text)
+    k, o = np.zeros((128, 256), np.float16), np.zeros((64, 64), np.float32)
+    with pytest.raises(TilecError, match=message) as e:
+        tilec.compile(module.make(), target="sim")(k, o, 1)
+    assert f"{name}.py:{line}:" in str(e.value)
+
+
+def waits_for_wgmma():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), O: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_s)
+            T.wgmma_gemm(A_s, A_s, acc, transpose_B=True, clear_accum=True)
+            T.wait_wgmma(0)
+            T.copy(acc, O)
+
+    return main
+
+
+def test_a_report_the_process_makes_an_error_stays_itself():
+    """TileLang's T.wait_wgmma is reported as not applied (a TilecWarning); where warnings are errors
+    it is that warning that stops the build, not an "internal compiler error"."""
+    import warnings
+
+    from tilec.errors import TilecWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TilecWarning)
+        with pytest.raises(TilecWarning, match="T.wait_wgmma is not applied"):
+            build_prim_func(waits_for_wgmma(), [])

@@ -152,6 +152,7 @@ def consumer_barrier_one():
 
 
 def test_named_barrier_one_in_a_consumer_region_is_a_located_error():
-    with pytest.raises(tilec.TilecError, match="named barrier 1 is the consumer threads' barrier") as e:
+    with pytest.raises(tilec.TilecError, match="named barrier 1 is one of the consumer warpgroups' own barriers in "
+                                               "this warp-specialized kernel \\(1\\)") as e:
         tilec.compile(consumer_barrier_one(), out_idx=[-1], target="sm_90a")
     _located(e.value, "# marker: barrier one")

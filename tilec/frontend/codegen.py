@@ -132,7 +132,7 @@ class KernelVisitor(ast.NodeVisitor):
             self.b.loc = self.loc_of(node)
         try:
             return super().visit(node)
-        except TilecError:
+        except (TilecError, Warning):  # (a warning the process made an error: the user's policy, as it is)
             raise
         except RecursionError:
             raise TilecError("the kernel nests too deeply for the compiler (expressions, loops or macro calls "

@@ -201,9 +201,10 @@ def plan(v, stmts: list[ast.stmt], threads: list[int]) -> Plan | None:
 
 
 def _both_compute(chain, taken: list[int]) -> bool:
-    """Whether a chain over two warpgroups gives each a side of its own with whole-tile work."""
-    sides = [k for k in range(len(chain)) if k in taken]
-    return len(sides) == 2 and all(taken[t] == sides[t // WARPGROUP] for t in range(len(taken))) and \
+    """Whether a chain over two warpgroups gives each a side of its own (in either order) with
+    whole-tile work."""
+    sides = [taken[0], taken[WARPGROUP]]
+    return sides[0] != sides[1] and all(taken[t] == sides[t // WARPGROUP] for t in range(len(taken))) and \
         all(_calls(chain[k][1]) & _WHOLE_TILE_CALLS for k in sides)
 
 
@@ -346,9 +347,10 @@ def tma_copy(v, barrier: BarrierRef, src, dst) -> None:
         _under(v, _first_thread(v), lambda: v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index)))
         return
     if entry is not None:
-        raise v.b.error("T.tma_copy(..., barrier=b) here, and an earlier one on the same barrier in an enclosing "
-                        "block, before T.barrier_arrive(b): tilec announces a phase's bytes in one arrival",
-                        hint="issue the copies of one barrier phase in the same block, then T.barrier_arrive(b)")
+        raise v.b.error("T.tma_copy(..., barrier=b) here, and an earlier one on the same barrier in another block "
+                        "(a loop's or a branch's), before T.barrier_arrive(b): tilec announces a phase's bytes in one "
+                        "arrival", hint="issue the copies of one barrier phase in the same block, then "
+                                        "T.barrier_arrive(b)")
     announce = tile.MBarrierExpectTxOp(barrier.ssa, nbytes, barrier.index)
 
     def issue():
@@ -359,6 +361,13 @@ def tma_copy(v, barrier: BarrierRef, src, dst) -> None:
     state.pending.append([barrier.ssa, barrier.index, announce, here])
 
 
+def _nested_copy(v):
+    return v.b.error("T.barrier_arrive(b) after a T.tma_copy(..., barrier=b) in a loop or branch of its own: the copy's "
+                     "thread announces its bytes with its arrival, once per copy, so a loop would arrive too often and "
+                     "a branch not taken too seldom",
+                     hint="arrive in the same block as the copy (inside the loop or branch), once per copy's phase")
+
+
 def barrier_arrive(v, barrier: BarrierRef) -> None:
     """Each thread's arrival; the thread that announced a T.tma_copy's bytes on this barrier phase
     has arrived then."""
@@ -367,6 +376,8 @@ def barrier_arrive(v, barrier: BarrierRef) -> None:
     if entry is None:
         v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index))
         return
+    if entry[3] is not v.b.blocks[-1]:
+        raise _nested_copy(v)
     state.pending.remove(entry)
     others = v.b.emit(arith.XOrIOp(_first_thread(v), v.b.to_ssa(True, i1))).results[0]
     _under(v, others, lambda: v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index)))

@@ -71,7 +71,7 @@ class WsState:
     """The role being built and the producer's barrier bookkeeping."""
 
     role: str  # "producer" or "consumer"; "threads": a role of thread_roles.py, its code run by each thread
-    pending: list = field(default_factory=list)  # [barrier, index, arrivals made by T.tma_copy] in the producer
+    pending: list = field(default_factory=list)  # [barrier, index, arrivals made by T.tma_copy, their block] (producer)
     base: int = 0  # ("threads") the kernel's index of the role's first thread
     prologue: bool = False  # ("threads") building the kernel's statements before the roles
     regs: tuple | None = None  # ("threads") the role's T.set_max_nreg count and its location
@@ -499,13 +499,22 @@ def _same(a: SSAValue | None, b: SSAValue | None) -> bool:
             and len(x.operands) == len(y.operands) and all(_same(p, q) for p, q in zip(x.operands, y.operands)))
 
 
+def _nested_copy(v):
+    return v.b.error("T.tma_copy(..., barrier=b) and its T.barrier_arrive(b) in different blocks (the copy in a loop or "
+                     "branch of its own): the copy's announcement of its bytes is an arrival, once per copy, so a loop "
+                     "would arrive too often and a branch not taken too seldom",
+                     hint="arrive in the same block as the copy (inside the loop or branch), once per copy's phase")
+
+
 def tma_arrival(v, barrier: SSAValue, index: SSAValue | None) -> None:
     """A T.tma_copy in the producer arrived on (barrier, index) announcing its bytes: counted."""
     for entry in v.ws.pending:
         if entry[0] is barrier and _same(entry[1], index):
+            if entry[3] is not v.b.blocks[-1]:
+                raise _nested_copy(v)
             entry[2] += 1
             return
-    v.ws.pending.append([barrier, index, 1])
+    v.ws.pending.append([barrier, index, 1, v.b.blocks[-1]])
 
 
 def producer_arrive(v, barrier: SSAValue, index: SSAValue | None) -> None:
@@ -518,6 +527,8 @@ def producer_arrive(v, barrier: SSAValue, index: SSAValue | None) -> None:
     made = 0
     for entry in list(v.ws.pending):
         if entry[0] is barrier and _same(entry[1], index):
+            if entry[3] is not v.b.blocks[-1]:
+                raise _nested_copy(v)
             made = entry[2]
             v.ws.pending.remove(entry)
     left = WARPGROUP - made

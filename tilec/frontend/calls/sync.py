@@ -35,7 +35,7 @@ def sync_threads(v, barrier_id, arrive_count):
         raise v.b.error(f"T.sync_threads({bar}, ..) in a kernel split into warpgroup roles: tilec's roles meet at "
                         f"named barrier {bar} before the split", hint="take another barrier_id (1 to 14)")
     count = None if arrive_count is None else static_int(v, arrive_count, "T.sync_threads' arrive_count")
-    threads = v.kernel.num_threads
+    threads = v.ws.threads if v.ws is not None and v.ws.threads else v.kernel.num_threads  # (roles: the block's)
     if count is not None and not (0 < count <= threads and count % 32 == 0):
         raise v.b.error(f"T.sync_threads: arrive_count must be a multiple of 32 (whole warps) up to the block's "
                         f"{threads} threads, got {count}")
