@@ -248,8 +248,9 @@ def box_start(L: Lowerer, op, view: View, row: int, col: int, height: int, width
     """The element (from the tile memory's start) where the box of `height` rows and `width` columns
     at (row, col) of a shared tile `view` begins: a whole tile, a pipeline stage, or a region of one
     (`T.tma_copy(.., S[:, 64:128])`), whose offsets place the box. TMA moves a box as one dense run
-    of bytes from a 128-byte aligned address (and swizzles it by that address, as the tile's layout
-    does): a region whose box is not one run of the layout, or not aligned, is a located error."""
+    of bytes from a 128-byte aligned address (a swizzled one from its pattern's repeat, 8x the swizzle
+    width, and swizzles it by that address, as the tile's layout does): a region whose box is not one
+    run of the layout, or not so aligned, is a located error."""
     if view.chunk:  # columns in chunks of `chunk` (each chunk's rows `chunk` apart): a box is one chunk's rows
         dense = width == view.chunk and L.mult(L.add(view.offsets[-1], col)) % view.chunk == 0
     else:  # row-major: a box of several rows is dense when they are whole rows of the tile
@@ -257,7 +258,8 @@ def box_start(L: Lowerer, op, view: View, row: int, col: int, height: int, width
     if not dense:
         raise L.error(op, f"a TMA box of {height}x{width} elements at this region of a "
                           f"{'x'.join(map(str, view.dims))} shared tile is not one run of its layout (TMA moves "
-                          "whole rows of the tile, or whole 64-column chunks of a wide one)",
+                          f"whole rows of the tile, or whole {128 // element_bytes(view.element_type)}-column "
+                          "chunks of a wide swizzled one)",
                       hint="copy whole rows of the shared tile, or whole 128-byte column chunks "
                            f"({view.chunk or width} columns) from a multiple of them")
     start = L.flat(dataclasses.replace(view, swizzle=0), [row, col])
