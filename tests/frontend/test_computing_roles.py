@@ -116,8 +116,11 @@ def _run(target):
     np.testing.assert_allclose(o, o_ref, rtol=2e-2, atol=2e-2)
 
 
-def test_two_computing_warpgroups_run_on_the_simulator():
-    _run("sim")
+@pytest.mark.parametrize("target", ["sim", "interp"])
+def test_two_computing_warpgroups_run_on_the_simulator(target):
+    """(The interp target runs such roles on the simulator: the tile interpreter models two roles,
+    a one-thread producer and the consumers.)"""
+    _run(target)
 
 
 def test_two_computing_warpgroups_are_two_consumer_groups_and_no_producer():

@@ -57,12 +57,27 @@ def collect_paused() -> None:
         gc.collect(0)
 
 
+def _needs_simulator(program) -> bool:
+    """Whether the tile interpreter cannot run `program`, and the interp target runs it on the CUDA
+    lowering's simulator instead: warpgroup roles written as a branch on the thread index (every
+    producer thread running its code, several consumer groups, or none but consumers), which the
+    interpreter's two-role model does not hold."""
+    from tilec.dialects import tile
+
+    return any(isinstance(op, tile.WarpSpecializeOp) and op.user_roles is not None and
+               (op.all_producer_threads is not None or op.groups > 1) for op in program.module.walk())
+
+
 def build(program, target, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None,
           make_program=None):
     """The backend that runs `program` on `target`, built (or taken from the cache) now. A kernel with
     run-time inner sizes gets a build for sizes of 16-byte multiples, and others for the multiples a
     call's sizes have, each made at the first call that needs it (size_variants.py; `make_program`:
     the frontend again, for a program restored from the cache)."""
+    if target.kind == "interp" and _needs_simulator(program):
+        from tilec.target import resolve_target
+
+        target = resolve_target("sim")
     if target.kind == "interp":
         from tilec.compiler.cpu_backends import InterpBackend
 
