@@ -75,8 +75,11 @@ def build(program, target, pass_configs: dict, *, execution_backend: str = "auto
     call's sizes have, each made at the first call that needs it (size_variants.py; `make_program`:
     the frontend again, for a program restored from the cache)."""
     if target.kind == "interp" and _needs_simulator(program):
+        from tilec.log import logger
         from tilec.target import resolve_target
 
+        logger.info("%s: warpgroup roles the tile interpreter does not model; running the CUDA lowering on the "
+                    "simulator (target 'sim')", program.name)
         target = resolve_target("sim")
     if target.kind == "interp":
         from tilec.compiler.cpu_backends import InterpBackend
