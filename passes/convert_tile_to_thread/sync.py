@@ -256,12 +256,16 @@ def box_start(L: Lowerer, op, view: View, row: int, col: int, height: int, width
     else:  # row-major: a box of several rows is dense when they are whole rows of the tile
         dense = height == 1 or (view.strides[-2] == width and L.mult(L.add(view.offsets[-1], col)) % width == 0)
     if not dense:
-        raise L.error(op, f"a TMA box of {height}x{width} elements at this region of a "
-                          f"{'x'.join(map(str, view.dims))} shared tile is not one run of its layout (TMA moves "
-                          f"whole rows of the tile, or whole {128 // element_bytes(view.element_type)}-column "
-                          "chunks of a wide swizzled one)",
-                      hint="copy whole rows of the shared tile, or whole 128-byte column chunks "
-                           f"({view.chunk or width} columns) from a multiple of them")
+        tile_shape = "x".join(map(str, view.dims))
+        if view.chunk:
+            raise L.error(op, f"a TMA box of {height}x{width} elements at this region of a {tile_shape} shared tile "
+                              f"stored in {view.chunk}-column chunks is not one run of its layout",
+                          hint=f"copy whole chunks: {view.chunk} columns from a multiple of {view.chunk}")
+        raise L.error(op, f"a TMA box of {height}x{width} elements at this region of a {tile_shape} shared tile is "
+                          "not one run of its layout: the tile is stored row by row (no wgmma reads it in 128-byte "
+                          "column chunks), and TMA moves a box's rows as one run",
+                      hint="copy whole rows of the shared tile, or give each part of the columns a shared tile of "
+                           "its own")
     start = L.flat(dataclasses.replace(view, swizzle=0), [row, col])
     nbytes = element_bytes(view.element_type)
     align = 8 * view.swizzle if view.swizzle else 128  # (a swizzled box starts on its pattern's repeat)
