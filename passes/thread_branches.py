@@ -187,6 +187,21 @@ def sequentialize(kernel: tile.KernelOp) -> None:
         branch.erase()
 
 
+def _describe(op) -> str:
+    """What the kernel's author wrote for `op`, a branch's blocker, in the kernel language's terms."""
+    if isinstance(op, tile.BarrierOp):
+        return "a named barrier (T.sync_threads)"
+    if isinstance(op, tile.MBarrierArriveOp | tile.MBarrierWaitParityOp | tile.MBarrierExpectTxOp):
+        return "an mbarrier operation"
+    if isinstance(op, tile.StoreOp):
+        if any(_on_thread_index(v) for v in op.operands):
+            return "a store indexed by (or of) the thread index"
+        return "a store to per-thread state (a local buffer, or a fragment element outside T.Parallel)"
+    if isinstance(op, scf.IfOp) or any(_on_thread_index(v) for v in op.operands):
+        return "another use of the thread index (a nested test, or a value computed from it)"
+    return op.name
+
+
 def check_thread_branches(kernel: tile.KernelOp) -> None:
     """Runs the branches `sequentialize` can; raises at the first whole-tile op inside any other `if` on
     the thread index."""
@@ -204,7 +219,7 @@ def check_thread_branches(kernel: tile.KernelOp) -> None:
                     why = "is inside a warp-specialized role (T.ws), whose threads are not the block's"
                     blocker = None
                 elif blocker is not None:
-                    why = f"holds {blocker.name}, which needs its side's threads apart from the others"
+                    why = f"holds {_describe(blocker)}, which needs its side's threads apart from the others"
                 else:
                     why = None
                 why = ("; tilec runs such a branch's sides one after the other on the whole block, but " +
@@ -213,7 +228,9 @@ def check_thread_branches(kernel: tile.KernelOp) -> None:
                 raise error_at(inner, f"{what} inside a branch on the thread index (T.get_thread_binding) is not "
                                       "supported by the CUDA target: tilec spreads whole-tile work over all the "
                                       "block's threads, and those outside the branch would not do their part" + why,
-                               notes=((loc_of(blocker), f"{blocker.name} here"),)
+                               notes=((loc_of(blocker), f"{_describe(blocker)} here"),)
                                if blocker is not None and loc_of(blocker) is not None else (),
-                               hint="move it out of the branch (every thread runs it), or split the threads "
-                                    "into roles with T.ws")
+                               hint="move it out of the branch (every thread runs it), or make its sides "
+                                    "warpgroup roles: a split of the threads at multiples of 128 whose sides meet "
+                                    "at mbarriers (T.alloc_barrier, T.barrier_arrive / T.barrier_wait), or T.ws "
+                                    "blocks")

@@ -211,8 +211,8 @@ def test_a_producer_and_a_consumer_side_are_warp_specialized_roles():
     torch.testing.assert_close(y, x)
 
 
-@pytest.mark.parametrize("make, why", [(thread_index_inside, "holds tile.store"),
-                                       (per_thread_variable, "holds tile.store"),
+@pytest.mark.parametrize("make, why", [(thread_index_inside, "holds a store indexed by (or of) the thread index"),
+                                       (per_thread_variable, "holds a store to per-thread state"),
                                        (inside_a_role, "inside a warp-specialized role")],
                          ids=["thread-index", "per-thread-variable", "inside-a-role"])
 def test_sides_that_need_their_threads_are_a_located_error(make, why):
