@@ -16,7 +16,7 @@ A live range is the program-order interval from a buffer's first use to its
 last, counting uses through `tile.region` / `tile.reshape` / `tile.stage` views (not
 `tile.annotate_layout`); a use inside a `tile.for` / `tile.parallel` / `tile.persistent` that
 does not hold the alloc covers the whole loop, and one inside a `tile.warp_specialize {user_roles}`
-(the program's own roles, concurrent) the whole of it.  Placement is first-fit, largest
+(the program's own roles, concurrent) the whole of it, even where the alloc stands inside a role.  Placement is first-fit, largest
 buffer first.
 
     %A_s = tile.alloc : !tile.buffer<128x32xf16, shared>
@@ -85,22 +85,13 @@ def _use_interval(user: Operation, alloc: tile.AllocOp, order) -> tuple[int, int
     the program's own warpgroup roles around it (which run at once: program order is not time)."""
     where = user
     parent = user.parent_op()
-    while parent is not None and not parent.is_ancestor(alloc):
-        if isinstance(parent, tile.ForOp | tile.ParallelOp | tile.PersistentOp) or \
-                isinstance(parent, tile.WarpSpecializeOp) and parent.user_roles is not None:
+    while parent is not None:
+        loop = isinstance(parent, tile.ForOp | tile.ParallelOp | tile.PersistentOp) and not parent.is_ancestor(alloc)
+        roles = isinstance(parent, tile.WarpSpecializeOp) and parent.user_roles is not None  # (the alloc's own too)
+        if loop or roles:
             where = parent
         parent = parent.parent_op()
     return _span(where, order)
-
-
-def _user_roles_around(op: Operation) -> tile.WarpSpecializeOp | None:
-    """The outermost `tile.warp_specialize {user_roles}` holding `op`, if any."""
-    found, parent = None, op.parent_op()
-    while parent is not None:
-        if isinstance(parent, tile.WarpSpecializeOp) and parent.user_roles is not None:
-            found = parent
-        parent = parent.parent_op()
-    return found
 
 
 def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
@@ -117,9 +108,6 @@ def _collect(kernel: tile.KernelOp) -> list[_Buffer]:
                 use.operation, tile.RegionOp | tile.ReshapeOp | tile.StageOp | tile.AnnotateLayoutOp
             )
         ] or [(order[op], order[op])]
-        roles = _user_roles_around(op)  # allocated inside the program's own roles: alive while they run
-        if roles is not None:
-            intervals.append(_span(roles, order))
         start, end = min(i[0] for i in intervals), max(i[1] for i in intervals)
         buffers.append(_Buffer(op, op.nbytes, op.alignment, start, end))
     for op in kernel.walk():  # mbarriers: 8 bytes each, alive for the whole kernel

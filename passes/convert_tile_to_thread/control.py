@@ -151,11 +151,10 @@ def _barrier(L: Lowerer, op: tile.BarrierOp) -> None:
     if op.barrier_id is None:
         barrier(L)
         return
-    from .sync import NAMED_CONSUMER_BARRIER, named_barrier
+    from .sync import named_barrier
 
     bar = op.barrier_id.value.data
-    reserved = L.reserved_barriers if L.reserved_barriers else \
-        range(NAMED_CONSUMER_BARRIER, NAMED_CONSUMER_BARRIER + 1) if L.barrier_threads is not None else range(0)
+    reserved = L.reserved_barriers  # (inside a tile.warp_specialize: its consumer groups' barriers)
     if bar in reserved:
         ids = f"{reserved.start}" if len(reserved) == 1 else f"{reserved.start} to {reserved.stop - 1}"
         raise L.error(op, f"named barrier {bar} is one of the consumer warpgroups' own barriers in this "

@@ -407,20 +407,93 @@ def _roles_with(copy: str) -> str:
      "after a T.tma_copy\\(..., barrier=b\\) in a loop or branch of its own"),
     ("T.tma_copy(K[0:64, :], K_s, barrier=b)\nT.barrier_arrive(b)\nT.sync_threads(2, 128)  # the copy's line",
      "named barrier 2 is one of the consumer warpgroups' own barriers"),
-], ids=["part-of-a-chunk", "off-the-swizzle-pattern", "copies-in-a-loop", "copy-in-a-branch", "group-barrier-id"])
+    ("T.tma_copy(K[0:64, 32:96], K_s[:, 32:96], barrier=b)  # the copy's line\nT.barrier_arrive(b)",
+     "a TMA box of 64x64 elements at this region of a 64x256 shared tile stored in 64-column chunks is not one run"),
+    ("T.tma_copy(K[0:64, 0:64], K_s[:, 0:64], barrier=b)\nif n > 0:\n"
+     "    T.tma_copy(K[0:64, 64:128], K_s[:, 64:128], barrier=b)  # the copy's line\nT.barrier_arrive(b)",
+     "T.tma_copy\\(..., barrier=b\\) here, and an earlier one on the same barrier in another block"),
+], ids=["part-of-a-chunk", "off-the-swizzle-pattern", "copies-in-a-loop", "copy-in-a-branch", "group-barrier-id",
+        "across-chunks", "copies-in-two-blocks"])
 def test_tma_copies_tilec_cannot_place_are_located_errors(tmp_path, monkeypatch, copy, message):
+    k, o = np.zeros((128, 256), np.float16), np.zeros((64, 64), np.float32)
+    _raises_at_the_marked_line(tmp_path, monkeypatch, _roles_with(copy), (k, o, 1), message)
+
+
+def _raises_at_the_marked_line(tmp_path, monkeypatch, source: str, args: tuple, message: str) -> None:
+    """`source` (a module whose `make()` gives the kernel) raises `message` at its line marked
+    "the copy's line" when compiled for the simulator and called with `args`."""
     import importlib
 
     name = f"roles_with_a_copy_{tmp_path.name}"  # (a module of its own per case)
     path = tmp_path / f"{name}.py"
-    path.write_text(_roles_with(copy))
+    path.write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module(name)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "the copy's line" in text)
-    k, o = np.zeros((128, 256), np.float16), np.zeros((64, 64), np.float32)
     with pytest.raises(TilecError, match=message) as e:
-        tilec.compile(module.make(), target="sim")(k, o, 1)
+        tilec.compile(module.make(), target="sim")(*args)
     assert f"{name}.py:{line}:" in str(e.value)
+
+
+_WS_WITH_A_COPY = """import tilec.language as T
+
+
+def make():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float16), n: T.int32):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 64), T.float16)
+            ready = T.alloc_barrier(arrive_count=128)
+            with T.ws(1):
+COPY
+            with T.ws(0):
+                T.barrier_wait(ready, 0)
+                T.copy(A_s, C)
+    return main
+"""
+
+_ROLES_WITH_A_3D_COPY = """import tilec.language as T
+
+
+def make():
+    @T.prim_func
+    def main(K: T.Tensor((2, 64, 64), T.float16), O: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            K_s = T.alloc_shared((2, 64, 64), T.float16)
+            b = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                s = T.alloc_fragment((64, 64), T.float32)
+                T.tma_copy(K[0:2, :, :], K_s, barrier=b)  # the copy's line
+                T.barrier_arrive(b)
+                T.barrier_wait(b, 0)
+                T.gemm(K_s[0, :, :], K_s[1, :, :], s, transpose_B=True, clear_accum=True)
+                T.copy(s, O)
+            else:
+                s1 = T.alloc_fragment((64, 64), T.float32)
+                T.fill(s1, 0)
+    return main
+"""
+
+
+@pytest.mark.parametrize("source, message", [
+    (_WS_WITH_A_COPY.replace("COPY", "                if n > 0:\n"
+                                      "                    T.tma_copy(A[0:64, 0:64], A_s, barrier=ready)\n"
+                                      "                T.barrier_arrive(ready)  # the copy's line"),
+     "T.barrier_arrive\\(b\\) after a T.tma_copy\\(..., barrier=b\\) in a loop or branch of its own"),
+    (_WS_WITH_A_COPY.replace("COPY", "                if n > 0:\n"
+                                      "                    T.tma_copy(A[0:64, 0:64], A_s, barrier=ready)\n"
+                                      "                T.tma_copy(A[0:64, 0:64], A_s, barrier=ready)  # the copy's line\n"
+                                      "                T.barrier_arrive(ready)"),
+     "T.tma_copy\\(..., barrier=b\\) after a T.tma_copy\\(..., barrier=b\\) in a loop or branch of its own"),
+    (_ROLES_WITH_A_3D_COPY, "a TMA copy of a 2x64x64 shared region: TMA boxes here are 2-D"),
+], ids=["ws-copy-in-a-branch", "ws-copies-in-two-blocks", "three-dims"])
+def test_more_tma_copies_tilec_cannot_place_are_located_errors(tmp_path, monkeypatch, source, message):
+    if "T.ws" in source:
+        args = (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), 1)
+    else:
+        args = (np.zeros((2, 64, 64), np.float16), np.zeros((64, 64), np.float32))
+    _raises_at_the_marked_line(tmp_path, monkeypatch, source, args, message)
 
 
 def waits_for_wgmma():

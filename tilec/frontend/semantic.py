@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     FileLineColLoc,
@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i1,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tilec.dialects import append_op, arith_utils
@@ -104,6 +104,15 @@ class Builder:
             yield block
         finally:
             self.blocks.pop()
+
+    @contextmanager
+    def under(self, cond: SSAValue):
+        """Emits into a new `scf.if cond` (no else, no results) here: what runs where `cond` holds."""
+        then_block = Block()
+        self.emit(scf.IfOp(cond, [], Region(then_block)))
+        then_block.add_op(scf.YieldOp())
+        with self.at_end_of(then_block):
+            yield then_block
 
     @staticmethod
     def stamp(loc: SourceLoc) -> FileLineColLoc:

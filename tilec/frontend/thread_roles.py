@@ -325,14 +325,6 @@ def _first_thread(v):
     return v.b.emit(arith.CmpiOp(tid, v.index_ssa(0), "eq")).results[0]
 
 
-def _under(v, cond, emit) -> None:
-    then_block = Block()
-    v.b.emit(scf.IfOp(cond, [], Region(then_block)))
-    then_block.add_op(scf.YieldOp())
-    with v.b.at_end_of(then_block):
-        emit()
-
-
 def tma_copy(v, barrier: BarrierRef, src, dst) -> None:
     """T.tma_copy(src, dst, barrier=b) run by a role's threads: issued by the first of the threads
     running it (before the chain: the block's thread 0, in the role holding it)."""
@@ -344,28 +336,18 @@ def tma_copy(v, barrier: BarrierRef, src, dst) -> None:
     entry = next((e for e in state.pending if e[0] is barrier.ssa and ws._same(e[1], barrier.index)), None)
     if entry is not None and entry[3] is here:  # another copy before the arrival: its bytes join the announcement
         entry[2].bytes = IntegerAttr(entry[2].bytes.value.data + nbytes, i64)
-        _under(v, _first_thread(v), lambda: v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index)))
+        with v.b.under(_first_thread(v)):
+            v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index))
         return
     if entry is not None:
         raise v.b.error("T.tma_copy(..., barrier=b) here, and an earlier one on the same barrier in another block "
                         "(a loop's or a branch's), before T.barrier_arrive(b): tilec announces a phase's bytes in one "
                         "arrival", hint="issue the copies of one barrier phase in the same block, then "
                                         "T.barrier_arrive(b)")
-    announce = tile.MBarrierExpectTxOp(barrier.ssa, nbytes, barrier.index)
-
-    def issue():
-        v.b.emit(announce)
+    with v.b.under(_first_thread(v)):
+        announce = v.b.emit(tile.MBarrierExpectTxOp(barrier.ssa, nbytes, barrier.index))
         v.b.emit(tile.TmaLoadOp(src, dst, barrier.ssa, barrier.index))
-
-    _under(v, _first_thread(v), issue)
     state.pending.append([barrier.ssa, barrier.index, announce, here])
-
-
-def _nested_copy(v):
-    return v.b.error("T.barrier_arrive(b) after a T.tma_copy(..., barrier=b) in a loop or branch of its own: the copy's "
-                     "thread announces its bytes with its arrival, once per copy, so a loop would arrive too often and "
-                     "a branch not taken too seldom",
-                     hint="arrive in the same block as the copy (inside the loop or branch), once per copy's phase")
 
 
 def barrier_arrive(v, barrier: BarrierRef) -> None:
@@ -377,10 +359,11 @@ def barrier_arrive(v, barrier: BarrierRef) -> None:
         v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index))
         return
     if entry[3] is not v.b.blocks[-1]:
-        raise _nested_copy(v)
+        raise ws.nested_copy(v)
     state.pending.remove(entry)
     others = v.b.emit(arith.XOrIOp(_first_thread(v), v.b.to_ssa(True, i1))).results[0]
-    _under(v, others, lambda: v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index)))
+    with v.b.under(others):
+        v.b.emit(tile.MBarrierArriveOp(barrier.ssa, barrier.index))
 
 
 def sync_threads(v) -> None:

@@ -499,10 +499,11 @@ def _same(a: SSAValue | None, b: SSAValue | None) -> bool:
             and len(x.operands) == len(y.operands) and all(_same(p, q) for p, q in zip(x.operands, y.operands)))
 
 
-def _nested_copy(v):
-    return v.b.error("T.tma_copy(..., barrier=b) and its T.barrier_arrive(b) in different blocks (the copy in a loop or "
-                     "branch of its own): the copy's announcement of its bytes is an arrival, once per copy, so a loop "
-                     "would arrive too often and a branch not taken too seldom",
+def nested_copy(v, what: str = "T.barrier_arrive(b)"):
+    """The located error for `what` (on barrier b) after a T.tma_copy(..., barrier=b) in another block."""
+    return v.b.error(f"{what} after a T.tma_copy(..., barrier=b) in a loop or branch of its own: the copy's thread "
+                     "announces its bytes with its arrival, once per copy, so a loop would arrive too often and a "
+                     "branch not taken too seldom",
                      hint="arrive in the same block as the copy (inside the loop or branch), once per copy's phase")
 
 
@@ -511,7 +512,7 @@ def tma_arrival(v, barrier: SSAValue, index: SSAValue | None) -> None:
     for entry in v.ws.pending:
         if entry[0] is barrier and _same(entry[1], index):
             if entry[3] is not v.b.blocks[-1]:
-                raise _nested_copy(v)
+                raise nested_copy(v, "T.tma_copy(..., barrier=b)")
             entry[2] += 1
             return
     v.ws.pending.append([barrier, index, 1, v.b.blocks[-1]])
@@ -528,7 +529,7 @@ def producer_arrive(v, barrier: SSAValue, index: SSAValue | None) -> None:
     for entry in list(v.ws.pending):
         if entry[0] is barrier and _same(entry[1], index):
             if entry[3] is not v.b.blocks[-1]:
-                raise _nested_copy(v)
+                raise nested_copy(v)
             made = entry[2]
             v.ws.pending.remove(entry)
     left = WARPGROUP - made

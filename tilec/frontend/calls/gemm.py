@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from xdsl.dialects import scf
 from xdsl.dialects.builtin import i1
-from xdsl.ir import Block, Region
 
 import tilec.language as T
 from tilec.dialects import tile
@@ -39,10 +37,7 @@ def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_w
     policy = policy.ir_name if isinstance(policy, T.GemmWarpPolicy) else str(policy).lower()
     clear = v.condition(clear_accum, "T.gemm's clear_accum")
     if isinstance(clear, Scalar):  # decided at run time (`clear_accum=(k == 0)` in a loop): C zeroed where it holds
-        then_block = Block()
-        v.b.emit(scf.IfOp(v.b.to_ssa(clear, i1), [], Region(then_block)))
-        then_block.add_op(scf.YieldOp())
-        with v.b.at_end_of(then_block):
+        with v.b.under(v.b.to_ssa(clear, i1)):
             v.b.emit(tile.FillOp(c, v.b.to_ssa(0, c.type.element_type)))
         clear = False
     v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
