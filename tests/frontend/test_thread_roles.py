@@ -457,7 +457,7 @@ def fragment_and_sync_before_the_roles():
             tx = T.get_thread_binding()
             T.fill(acc, 1)
             sel[383 - tx] = Sel[383 - tx]
-            T.sync_threads()
+            T.sync_threads()  # the block meets here
             if tx < 128:
                 for ko in T.serial(K // BK):
                     T.barrier_wait(full, ko % 2)
@@ -515,8 +515,10 @@ def test_the_simulator_reports_roles_meeting_at_an_aligned_bar_sync(monkeypatch)
     monkeypatch.setattr(thread_roles, "tile", aligned)
     a, sel = np.zeros((M, K), np.float16), np.zeros(384, np.int32)
     c, d = np.zeros((M, K), np.float16), np.zeros((M // BM, 384), np.int32)
-    with pytest.raises(TilecError, match="bar.sync on named barrier 15 here and at another instruction"):
+    with pytest.raises(TilecError, match="bar.sync on named barrier 15 here and at another instruction") as e:
         tilec.compile(fragment_and_sync_before_the_roles(), target="sim")(a, sel, c, d)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "# the block meets here" in text)
+    assert f"test_thread_roles.py:{line}:" in str(e.value)
 
 
 def one_warp_arrives():
