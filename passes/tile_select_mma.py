@@ -12,10 +12,12 @@ Establishes: a gemm of float16 or bfloat16 operands into a float32 fragment, wit
   of a stage of one) gets `mma = "wgmma"` instead, and its operands' shared allocations the
   swizzle (and column chunk) of the PTX canonical layouts (`wgmma_operands`, `_wgmma_shared`). An fp8 gemm (float8_e4m3fn / float8_e5m2 into an f32 fragment) takes
   wgmma m64nNk32 with both operands K-major in shared memory (`wgmma_fp8_operands`). Other
-  gemms keep the SIMT path.
-Fails: on an fp8 gemm before sm_89, and on wgmma an fp8 gemm with a transposed (not K-major)
-  operand, with an error at the gemm naming the feature; other gemms the instructions cannot
-  run are left as they are.
+  gemms keep the SIMT path. The program's own waits (`tile.gemm_wait` without accumulators,
+  TileLang's `T.wait_wgmma`) get the accumulators of the asynchronous wgmmas that can be running
+  there (`running_accumulators`), whose registers the wait then ties.
+Fails: on an fp8 gemm before sm_89, on wgmma an fp8 gemm with a transposed (not K-major)
+  operand, and on a `T.wgmma_gemm` (`wgmma_only`) that wgmma cannot compute, with an error at the
+  gemm naming the feature; other gemms the instructions cannot run are left as they are.
 
     tile.gemm %a, %b, %c : !tile.buffer<64x32xf16, shared>, ..., !tile.buffer<64x64xf32, fragment>
   becomes
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from tilec.errors import error_at
@@ -194,13 +198,14 @@ class TileSelectMmaPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = target_facts(self.target)
-        if not target.has_cp_async:
-            return
         for gemm in op.walk():
             if not isinstance(gemm, tile.GemmOp):
                 continue
             kernel = tile.enclosing_kernel(gemm)
             if kernel is None:
+                continue
+            if not target.has_cp_async:
+                _require_wgmma(gemm, target, self.wgmma, None)
                 continue
             wgmma = self.wgmma and target.has_wgmma
             if is_fp8_gemm(gemm):
@@ -208,6 +213,7 @@ class TileSelectMmaPass(ModulePass):
                 plan = wgmma_fp8_operands(gemm, kernel.num_threads) if wgmma else None
             else:
                 plan = wgmma_operands(gemm, kernel.num_threads) if wgmma else None
+            _require_wgmma(gemm, target, self.wgmma, plan)
             if plan is not None:
                 gemm.mma = tile.MmaKindAttr(tile.MmaKind.WGMMA)
                 for alloc, facts in plan.items():
@@ -217,6 +223,90 @@ class TileSelectMmaPass(ModulePass):
                 gemm.mma = tile.MmaKindAttr(tile.MmaKind.M16N8K16)
                 for operand in (gemm.a, gemm.b):
                     _swizzle_operand(operand)
+        for wait in op.walk():
+            if isinstance(wait, tile.GemmWaitOp) and not wait.cs:
+                wait.operands = running_accumulators(wait)
+
+
+def _require_wgmma(op: tile.GemmOp, target, enabled: bool, plan: dict | None) -> None:
+    """A `T.wgmma_gemm` (`wgmma_only`) that wgmma cannot compute: an error at it saying why."""
+    if op.wgmma_only is None or plan is not None:
+        return
+    if not target.has_wgmma:
+        why = f"the target {target.arch} has no wgmma (sm_90a has)"
+    elif not enabled:
+        why = "wgmma is turned off for this build (the pass config tl.disable_wgmma or tilec.enable_wgmma=False)"
+    else:
+        why = (f"wgmma cannot compute it: A {op.a.type}, B {op.b.type}, C {op.c.type} (it multiplies float16 / "
+               "bfloat16 (fp8: both K-major) into a float32 fragment of whole 64-row blocks per warpgroup, A from "
+               "shared memory or registers, B from shared memory)")
+    raise error_at(op, f"T.wgmma_gemm: {why}",
+                   hint="use T.gemm, which takes mma.sync or the SIMT cores where wgmma cannot run the gemm")
+
+
+def running_accumulators(wait: tile.GemmWaitOp) -> list:
+    """The accumulators of the program's asynchronous wgmmas (`wg_wait` -1 or N > 0) that can be
+    running at `wait`: those of its warpgroup role (the branch of `tile.consumer_group` or the
+    region of `tile.warp_specialize` holding the wait, else the kernel) issued before it, or in a
+    loop around it (the iteration before), whose tile is in scope there."""
+    region = wait.parent_region()
+    while region is not None and not _role(region):
+        parent = region.parent_op()
+        region = parent.parent_region() if parent is not None else None
+    if region is None:
+        region = tile.enclosing_kernel(wait).body
+    in_scope = {id(b) for b in _enclosing_blocks(wait)}
+    loops = [op for op in _ancestors(wait) if isinstance(op, tile.ForOp | scf.ForOp | scf.WhileOp)]
+    before = []
+    for op in region.walk():
+        if op is wait:
+            break
+        before.append(op)
+    candidates = [*before, *(op for loop in loops for op in loop.walk())]
+    accs = []
+    for gemm in candidates:
+        if isinstance(gemm, tile.GemmOp) and gemm.mma_kind == tile.MmaKind.WGMMA and gemm.wg_wait is not None \
+                and gemm.wg_wait.value.data != 0 and gemm.c not in accs:
+            owner = gemm.c.owner
+            block = owner if isinstance(owner, Block) else owner.parent_block()
+            if id(block) in in_scope:
+                accs.append(gemm.c)
+    return accs
+
+
+def _role(region: Region) -> bool:
+    """Whether `region` is one warpgroup role's code: a region of `tile.warp_specialize`, or a branch
+    of an `scf.if` on `tile.consumer_group` or on the thread index (a branch around whole-tile work
+    is one of warpgroups)."""
+    parent = region.parent_op()
+    if isinstance(parent, tile.WarpSpecializeOp):
+        return True
+    if not isinstance(parent, scf.IfOp):
+        return False
+    work = [parent.cond]
+    while work:
+        value = work.pop()
+        owner = value.owner
+        if isinstance(owner, tile.ConsumerGroupOp | tile.ThreadIdOp):
+            return True
+        if isinstance(owner, Operation) and owner.name.startswith("arith."):
+            work.extend(owner.operands)
+    return False
+
+
+def _ancestors(op: Operation):
+    parent = op.parent_op()
+    while parent is not None:
+        yield parent
+        parent = parent.parent_op()
+
+
+def _enclosing_blocks(op: Operation):
+    block = op.parent_block()
+    while block is not None:
+        yield block
+        parent = block.parent_op()
+        block = parent.parent_block() if parent is not None else None
 
 
 def _check_fp8_gemm(op: tile.GemmOp, target, wgmma: bool) -> None:

@@ -121,7 +121,13 @@ class GemmOp(IRDLOperation):
     without it the gemm runs on the SIMT cores. On a wgmma inside the consumer loop of a
     warp-specialized kernel (tile-warp-specialize), `in_flight` N leaves the newest N groups of
     wgmmas running past the gemm, and `zero_on_entry` says the fill of C with zeros before the
-    loop was dropped: the loop's first iteration computes C = A @ B.
+    loop was dropped: the loop's first iteration computes C = A @ B. `wg_wait` is the program's own
+    completion of a wgmma (TileLang's `wg_wait`, `T.wgmma_gemm`): N >= 0 waits until N groups of the
+    warpgroup's wgmmas are left running (`wgmma.wait_group N`), -1 leaves this one running until a
+    `tile.gemm_wait`; the program then neither reads C nor writes the operands before that wait. A
+    gemm the passes pipeline follows `in_flight` instead; on mma.sync and the SIMT path every gemm
+    completes in program order, which the program's waits then find done. `wgmma_only`
+    (`T.wgmma_gemm`): tile-select-mma gives the gemm wgmma or stops with an error at it.
 
     ```mlir
     tile.gemm %a, %b, %c {transpose_b = true} : !tile.buffer<64x32xf16, shared>, !tile.buffer<64x32xf16, shared>, !tile.buffer<64x64xf32, fragment>
@@ -140,6 +146,8 @@ class GemmOp(IRDLOperation):
     mma = opt_prop_def(MmaKindAttr | StringAttr)
     in_flight = opt_prop_def(IntegerAttr)
     zero_on_entry = opt_prop_def(UnitAttr)
+    wg_wait = opt_prop_def(IntegerAttr)
+    wgmma_only = opt_prop_def(UnitAttr)
 
     def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, *, transpose_a=False, transpose_b=False,
                  clear_accum=False, policy="square", k_pack=1):
@@ -231,6 +239,8 @@ class GemmOp(IRDLOperation):
                      f"{self.name}: {what} is a fact of asynchronous wgmmas (mma = wgmma)")
         _require(self.in_flight is None or self.in_flight.value.data >= 0,
                  f"{self.name}: in_flight must be >= 0")
+        _require(self.wg_wait is None or self.wg_wait.value.data >= -1,
+                 f"{self.name}: wg_wait must be -1 (no wait) or a count of groups >= 0")
         if self.zero_on_entry is not None:
             _require(isinstance(self.parent_op(), ForOp) and not self.clear_accum.value.data,
                      f"{self.name}: zero_on_entry is for a gemm of a loop body that accumulates")

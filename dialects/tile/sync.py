@@ -594,26 +594,32 @@ def consumer_split(op) -> WarpSpecializeOp | None:
 
 @irdl_op_definition
 class GemmWaitOp(IRDLOperation):
-    """Waits until at most `pending` of the asynchronous gemms into the accumulator `c` are still
-    running (`wgmma.wait_group`): after it, the others' results are in `c` and the shared tiles they
-    read may be overwritten.
+    """Waits until at most `pending` of the warpgroup's asynchronous wgmma groups are still running
+    (`wgmma.wait_group`): after it, the others' results are in their accumulators `cs` (tied through
+    the wait) and the shared tiles they read may be overwritten. The program's own wait (TileLang's
+    `T.wait_wgmma`) is built without accumulators; tile-select-mma gives it those of the program's
+    asynchronous wgmmas (`wg_wait`) that can be running there.
 
     ```mlir
     tile.gemm_wait %c {pending = 0 : i64} : !tile.buffer<64x64xf32, fragment>
+    tile.gemm_wait {pending = 1 : i64}
     ```
     """
 
     name = "tile.gemm_wait"
-    c = operand_def(BufferType)
+    cs = var_operand_def(BufferType)
     pending = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$c attr-dict `:` type($c)"
+    assembly_format = "$cs attr-dict (`:` type($cs)^)?"
 
-    def __init__(self, c: SSAValue, pending: int = 0):
-        super().__init__(operands=[c], properties={"pending": _i64(pending)})
+    def __init__(self, cs: SSAValue | Sequence[SSAValue] = (), pending: int = 0):
+        cs = [cs] if isinstance(cs, SSAValue) else list(cs)
+        super().__init__(operands=[cs], properties={"pending": _i64(pending)})
 
     def verify_(self) -> None:
         _require(self.pending.value.data >= 0, f"{self.name}: pending must be >= 0")
+        for c in self.cs:
+            _require(tile_type(c).scope == "fragment", f"{self.name}: an accumulator is a fragment, got {c.type}")
 
 
 @irdl_op_definition

@@ -36,6 +36,10 @@ def lower_gemm(L: Lowerer, op: tile.GemmOp) -> None:
     staged, at = False, 0
     operands = []
     wgmma = op.mma_kind == tile.MmaKind.WGMMA
+    if op.wgmma_only is not None and not wgmma:  # (tile-select-mma says why where it runs)
+        raise L.error(op, "T.wgmma_gemm: this build does not compute the gemm on wgmma (tensor cores are off: "
+                          "the pass config tilec.enable_mma is False, or the target has none)",
+                      hint="use T.gemm, which takes mma.sync or the SIMT cores where wgmma cannot run the gemm")
     for v in (a, b):
         if v.kind == "fragment" and not (wgmma and v is a):  # wgmma reads a register A itself (RS)
             # stage register operands through shared memory, A and B apart

@@ -246,10 +246,12 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
                 operands=[desc_a, desc_b, [accs[r]] if accs[r] is not None else [], scale], result_types=[struct],
                 properties=dict(props))).results[0]
     L.emit(nvvm.WgmmaCommitGroupSyncAlignedOp())
-    pending = in_flight.value.data if in_flight is not None else 0  # groups left running (the newest)
-    wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,
-                                                   properties={"group": IntegerAttr(pending, i64)}))
-    for r, acc in enumerate(wait.results):
+    # groups left running (the newest): the pipeline's, else the program's (-1: none waited for here)
+    pending = in_flight.value.data if in_flight is not None else op.wg_wait.value.data if op.wg_wait else 0
+    if pending >= 0:
+        accs = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,
+                                                       properties={"group": IntegerAttr(pending, i64)})).results
+    for r, acc in enumerate(accs):
         for i in range(per_thread):
             value = L.emit(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), acc, f32)).results[0]
             L.frag_store(c, r * per_thread + i, value)

@@ -483,9 +483,10 @@ def _consumer_group(L: Lowerer, op: tile.ConsumerGroupOp) -> None:
 
 @uniform(tile.GemmWaitOp)
 def _gemm_wait(L: Lowerer, op: tile.GemmWaitOp) -> None:
-    c = L.views[op.c]
-    values = [L.frag_load(c, s) for s in range(c.layout.num_slots)]
+    """`wgmma.wait_group`, every accumulator's registers passing through it: their values are read after it."""
+    slots = [(L.views[c], s) for c in op.cs for s in range(L.views[c].layout.num_slots)]
+    values = [L.frag_load(c, s) for c, s in slots]
     wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=values, result_types=[v.type for v in values],
                                                    properties={"group": IntegerAttr(op.pending.value.data, i64)}))
-    for s, v in enumerate(wait.results):
+    for (c, s), v in zip(slots, wait.results):
         L.frag_store(c, s, v)

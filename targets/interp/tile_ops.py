@@ -371,5 +371,5 @@ HANDLERS = {
     tile.CumsumOp: _scan(np.cumsum), tile.CummaxOp: _scan(np.maximum.accumulate), tile.AtomicOp: _atomic,
     tile.UseSwizzleOp: _no_op, tile.AnnotateLayoutOp: _no_op, tile.BarrierOp: _no_op,
     tile.AllocBarrierOp: _alloc_barrier, tile.MBarrierArriveOp: _no_op, tile.MBarrierWaitParityOp: _no_op,
-    tile.PrintOp: _print, tile.DeviceAssertOp: _device_assert,
+    tile.PrintOp: _print, tile.DeviceAssertOp: _device_assert, tile.GemmWaitOp: _no_op,
 }

@@ -177,8 +177,8 @@ def _wgmma_wait(t: T, op: nvvm.WgmmaWaitGroupSyncOp) -> None:
     outs = ",".join("=" + _CONSTRAINT[str(v.type)] for v in flat)
     ties = ",".join(str(i) for i in range(len(flat)))
     ret = flat[0].type if len(flat) == 1 else t.types.struct([v.type for v in flat])
-    res = t.b.asm(ir.FunctionType(ret, [v.type for v in flat]), f"wgmma.wait_group.sync.aligned {group};",
-                  f"{outs},{ties},~{{memory}}", flat, True)
+    res = _aligned_asm(t, ir.FunctionType(ret, [v.type for v in flat]), f"wgmma.wait_group.sync.aligned {group};",
+                       f"{outs},{ties},~{{memory}}", flat)
     scalars = [res] if len(flat) == 1 else [t.b.extract_value(res, i) for i in range(len(flat))]
     results, at = [], 0
     for count, value in zip(counts, t.operands(op)):
@@ -233,7 +233,14 @@ def _wgmma_mma_async(t: T, op: nvvm.WgmmaMmaAsyncOp) -> None:
     text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{type_a}.{type_b} {{{regs}}}, {a_text}, ${b_at}, "
             f"{scale}, 1, 1" + ("" if fp8 else f", {trans}") + ";")
     ret = t.types.struct([ir.FloatType()] * outs)
-    t.set(op, t.b.asm(ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args, True))
+    t.set(op, _aligned_asm(t, ir.FunctionType(ret, [a.type for a in args]), text, ",".join(constraints), args))
+
+
+def _aligned_asm(t: T, ftype: ir.FunctionType, text: str, constraints: str, args: list) -> ir.Value:
+    """Inline PTX of a `.sync.aligned` instruction, every thread of the warp running this one
+    instruction: a `convergent` call, which LLVM does not duplicate into branches of their own
+    (tail duplication copied a wait after a diamond of guarded stores into both sides)."""
+    return t.b.call(ir.InlineAsm(ftype, text, constraints, True), args, attrs=("convergent",))
 
 
 @lowers(nvvm.MBarrierInitSharedOp)

@@ -64,6 +64,7 @@ def two_computing_roles(fence=True):
                 T.wgmma_gemm(Q_r, K0[:, 2 * C:3 * C], s0, transpose_B=True)
                 T.barrier_wait(k0_ready[3], 0)
                 T.wgmma_gemm(Q_t, K0[:, 3 * C:], s0, transpose_B=True)
+                T.wait_wgmma(0)
                 T.copy(s0, S0)
                 T.copy(s0, p0)
                 T.copy(p0, P_s)
@@ -88,6 +89,7 @@ def two_computing_roles(fence=True):
                 T.barrier_wait(v_ready, 0)
                 T.barrier_wait(p_ready, 0)
                 T.wgmma_gemm(P_s, V_s, s1)
+                T.wait_wgmma(0)
                 T.copy(s1, O)
 
     return main
@@ -496,28 +498,26 @@ def test_more_tma_copies_tilec_cannot_place_are_located_errors(tmp_path, monkeyp
     _raises_at_the_marked_line(tmp_path, monkeypatch, source, args, message)
 
 
-def waits_for_wgmma():
+def reported_hint():
     @T.prim_func
-    def main(A: T.Tensor((64, 64), T.float16), O: T.Tensor((64, 64), T.float32)):
+    def main(A: T.Tensor((64, 64), T.float16), O: T.Tensor((64, 64), T.float16)):
         with T.Kernel(1, threads=128) as bx:
             A_s = T.alloc_shared((64, 64), T.float16)
-            acc = T.alloc_fragment((64, 64), T.float32)
-            T.copy(A, A_s)
-            T.wgmma_gemm(A_s, A_s, acc, transpose_B=True, clear_accum=True)
-            T.wait_wgmma(0)
-            T.copy(acc, O)
+            for i, j in T.Parallel(64, 64, prefer_async=True):
+                A_s[i, j] = A[i, j]
+            T.copy(A_s, O)
 
     return main
 
 
 def test_a_report_the_process_makes_an_error_stays_itself():
-    """TileLang's T.wait_wgmma is reported as not applied (a TilecWarning); where warnings are errors
-    it is that warning that stops the build, not an "internal compiler error"."""
+    """A hint tilec does not apply is reported (a TilecWarning); where warnings are errors it is that
+    warning that stops the build, not an "internal compiler error"."""
     import warnings
 
     from tilec.errors import TilecWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", TilecWarning)
-        with pytest.raises(TilecWarning, match="T.wait_wgmma is not applied"):
-            build_prim_func(waits_for_wgmma(), [])
+        with pytest.raises(TilecWarning, match="prefer_async=True. is not applied"):
+            build_prim_func(reported_hint(), [])

@@ -82,3 +82,28 @@ func.func @register_a_other_layout(%C: !tile.tensor<64x64xf32>) {
   }
   func.return
 }
+
+// The program's own completion: the first gemm (wg_wait = -1) commits its group and waits for
+// nothing; the second waits until one group is left running (wg_wait = 1), its accumulator tied;
+// the program's wait completes the rest, both accumulators' 32 + 32 registers tied through it.
+// CHECK-LABEL: func.func @program_waits
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: nvvm.wgmma.wait
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: "nvvm.wgmma.wait.group.sync.aligned"(%{{[0-9]+}}) <{group = 1 : i64}>
+// CHECK: "nvvm.wgmma.wait.group.sync.aligned"({{.*}}) <{group = 0 : i64}> : (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) ->
+func.func @program_waits(%X: !tile.tensor<64x64xf32>, %Y: !tile.tensor<64x64xf32>) {
+  %c1 = arith.constant 1 : index
+  tile.kernel (%bx) in (%c1) threads [128, 1, 1] {
+    %a = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %b = tile.alloc : !tile.buffer<64x64xf16, shared>
+    %x = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    %y = tile.alloc : !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %x {transpose_b = true, clear_accum = true, wg_wait = -1 : i64, wgmma_only} : !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    tile.gemm %a, %b, %y {transpose_b = true, clear_accum = true, wg_wait = 1 : i64} : !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf16, shared>, !tile.buffer<64x64xf32, fragment>
+    tile.gemm_wait
+    tile.copy %x, %X : !tile.buffer<64x64xf32, fragment>, !tile.tensor<64x64xf32>
+    tile.copy %y, %Y : !tile.buffer<64x64xf32, fragment>, !tile.tensor<64x64xf32>
+  }
+  func.return
+}

@@ -300,3 +300,4 @@ func.func @annotated_layouts() {
   }
   func.return
 }
+

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i1, i64
 
 import tilec.language as T
 from tilec.dialects import tile
 
-from tilec.compiler.pass_configs import report
-
 from ..values import Scalar, TileRef
-from .operands import describe_, require_kernel, tile_operand
+from .operands import describe_, require_kernel, static_int, tile_operand
 from .registry import handles
 
 
@@ -40,17 +38,30 @@ def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_w
         with v.b.under(v.b.to_ssa(clear, i1)):
             v.b.emit(tile.FillOp(c, v.b.to_ssa(0, c.type.element_type)))
         clear = False
-    v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
-                         clear_accum=bool(clear), policy=policy, k_pack=int(k_pack)))
+    op = v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
+                              clear_accum=bool(clear), policy=policy, k_pack=int(k_pack)))
+    wait = static_int(v, v.rvalue(wg_wait), "T.gemm's wg_wait")
+    if wait < -1:
+        raise v.b.error(f"T.gemm's wg_wait must be -1 (no wait: T.wait_wgmma waits) or a count of wgmma groups "
+                        f"left running (>= 0), got {wait}")
+    if wait:  # the program's own completion of a wgmma (TileLang's): the default 0 waits for it right here
+        op.wg_wait = IntegerAttr(wait, i64)
+    return op
 
 
 @handles("wgmma_gemm")
 def wgmma_gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum):
-    gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, 1, 0)
+    """A wgmma left running (no wait: `T.wait_wgmma` completes it); tile-select-mma refuses it where wgmma
+    cannot run it."""
+    op = gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, 1, -1)
+    op.wgmma_only = UnitAttr()
 
 
 @handles("wait_wgmma")
 def wait_wgmma(v, num_pending):
+    """wgmma.wait_group: tile-select-mma ties the accumulators of the asynchronous wgmmas that can be running."""
     require_kernel(v, "T.wait_wgmma", whole_tiles=True)
-    report("T.wait_wgmma is not applied: tilec's gemms (T.wgmma_gemm included) complete in program order, so "
-           "their results are ready where they are read", v.b.loc)
+    pending = static_int(v, num_pending, "T.wait_wgmma's count")
+    if pending < 0:
+        raise v.b.error(f"T.wait_wgmma's count is the number of wgmma groups left running (>= 0), got {pending}")
+    v.b.emit(tile.GemmWaitOp((), pending))

@@ -1,0 +1,238 @@
+"""TileLang's asynchronous wgmma: `T.wgmma_gemm` leaves its group running, `T.gemm(..., wg_wait=N)`
+leaves the newest N, and `T.wait_wgmma(n)` completes all but the newest n, the accumulators of the
+wgmmas that can be running tied through the wait (tile-select-mma's `running_accumulators`).
+Checked here on the interpreter and the simulator (which holds a wgmma's shared reads open until
+the wait that completes it), in the PTX (where the waits are) and by ptxas (no wait it had to
+inject)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec.compiler.lower import lower_to_thread
+from tilec.frontend import build_prim_func
+from tilec.target import resolve_target
+from tilec.targets.nvptx import emit_ptx
+
+M = N = K = 64
+
+
+def two_halves():
+    """acc = A B^T as two wgmmas over the halves of K, both left running, then one wait."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((N, K), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.wgmma_gemm(A_s[:, :K // 2], B_s[:, :K // 2], acc, transpose_B=True)
+            T.wgmma_gemm(A_s[:, K // 2:], B_s[:, K // 2:], acc, transpose_B=True)
+            T.wait_wgmma(0)
+            T.copy(acc, C)
+
+    return main
+
+
+def one_kept_running():
+    """X = A B^T left running; Y = A D^T waited for with one group left running (X's, the older,
+    completes); X is read, then the last wait completes Y."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), D: T.Tensor((N, K), T.float16),
+             X: T.Tensor((M, N), T.float32), Y: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((N, K), T.float16)
+            D_s = T.alloc_shared((N, K), T.float16)
+            x = T.alloc_fragment((M, N), T.float32)
+            y = T.alloc_fragment((M, N), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(D, D_s)
+            T.wgmma_gemm(A_s, B_s, x, transpose_B=True, clear_accum=True)
+            T.gemm(A_s, D_s, y, transpose_B=True, clear_accum=True, wg_wait=1)
+            T.copy(x, X)
+            T.wait_wgmma(0)
+            T.copy(y, Y)
+
+    return main
+
+
+def _inputs(seed, *shapes):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float16) for s in shapes]
+
+
+def _ref(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64).T
+
+
+@pytest.mark.parametrize("target", ["interp", "sim"])
+def test_two_wgmmas_left_running_then_waited_for(target):
+    a, b = _inputs(1, (M, K), (N, K))
+    c = np.zeros((M, N), np.float32)
+    tilec.compile(two_halves(), target=target)(a, b, c)
+    np.testing.assert_allclose(c, _ref(a, b), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("target", ["interp", "sim"])
+def test_a_gemm_that_leaves_one_group_running(target):
+    a, b, d = _inputs(2, (M, K), (N, K), (N, K))
+    x, y = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    tilec.compile(one_kept_running(), target=target)(a, b, d, x, y)
+    np.testing.assert_allclose(x, _ref(a, b), rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(y, _ref(a, d), rtol=1e-3, atol=1e-2)
+
+
+def _thread_ir_and_ptx(prim, configs=None):
+    low = lower_to_thread(build_prim_func(prim, []), resolve_target("sm_90a"), configs or {})
+    return low, emit_ptx(low.thread, "sm_90a")
+
+
+def _wgmma_events(ptx: str) -> list[str]:
+    """The kernel's wgmma instructions in order: "mma", "commit", "wait N"."""
+    events = []
+    for line in ptx.splitlines():
+        if "wgmma.mma_async" in line:
+            events.append("mma")
+        elif "wgmma.commit_group" in line:
+            events.append("commit")
+        elif m := re.search(r"wgmma\.wait_group\.sync\.aligned (\d+)", line):
+            events.append(f"wait {m.group(1)}")
+    collapsed = []
+    for e in events:  # one "mma" per run of k16 steps
+        if not (e == "mma" and collapsed and collapsed[-1] == "mma"):
+            collapsed.append(e)
+    return collapsed
+
+
+def test_the_waits_are_where_the_program_puts_them():
+    low, ptx = _thread_ir_and_ptx(two_halves())
+    assert _wgmma_events(ptx) == ["mma", "commit", "mma", "commit", "wait 0"]
+    # the program's wait ties the accumulator (its 32 registers per thread) through wgmma.wait_group
+    assert re.search(r"tile.gemm_wait %acc\b", low.stage("tile-opt"))
+    _, ptx = _thread_ir_and_ptx(one_kept_running())
+    assert _wgmma_events(ptx) == ["mma", "commit", "mma", "commit", "wait 1", "wait 0"]
+
+
+@pytest.mark.parametrize("prim", [two_halves, one_kept_running])
+def test_ptxas_injects_no_wait(prim, ptxas):
+    """ptxas injects a `warpgroup.wait` (C7517) where registers of a running wgmma are used before the
+    program's wait: none here, so the wgmmas run asynchronously as written."""
+    from tilec.targets.nvptx import assemble
+
+    _, ptx = _thread_ir_and_ptx(prim())
+    _, report = assemble(ptx, "sm_90a")
+    assert "C75" not in report.log, report.log
+
+
+def written_while_read():
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((N, K), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.wgmma_gemm(A_s, B_s, acc, transpose_B=True, clear_accum=True)
+            T.copy(B, A_s)  # the wgmma may still read A_s: T.wait_wgmma(0) belongs before this copy
+            T.wait_wgmma(0)
+            T.copy(acc, C)
+
+    return main
+
+
+def test_a_tile_written_before_the_wait_is_a_race_on_the_simulator():
+    """The simulator holds the wgmma's reads of A_s open until T.wait_wgmma: the copy into A_s before
+    it is reported at its line (a TilecRaceWarning, an error under the tests' warning filters)."""
+    from tilec.errors import TilecRaceWarning
+
+    a, b = _inputs(3, (M, K), (N, K))
+    with pytest.raises(TilecRaceWarning, match="wgmma still reads") as info:
+        tilec.compile(written_while_read(), target="sim")(a, b, np.zeros((M, N), np.float32))
+    line = _marked_line(written_while_read, "# the wgmma may still read")
+    assert f"test_async_wgmma.py:{line}:" in str(info.value)
+
+
+def too_few_rows(rows=32):
+    @T.prim_func
+    def main(A: T.Tensor((rows, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((rows, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((rows, K), T.float16)
+            B_s = T.alloc_shared((N, K), T.float16)
+            acc = T.alloc_fragment((rows, N), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.wgmma_gemm(A_s, B_s, acc, transpose_B=True, clear_accum=True)  # marked
+            T.wait_wgmma(0)
+            T.copy(acc, C)
+
+    return main
+
+
+def _marked_line(prim, mark="# marked") -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(prim)
+    return start + next(i for i, line in enumerate(lines) if mark in line)
+
+
+@pytest.mark.parametrize("target, configs, message", [
+    ("sm_90a", {}, "wgmma cannot compute it"),  # 32 rows: wgmma computes whole 64-row blocks
+    ("sm_80", {}, "the target sm_80 has no wgmma"),
+    ("sm_90a", {"tl.disable_wgmma": True}, "wgmma is turned off"),
+    ("sm_90a", {"tilec.enable_mma": False}, "does not compute the gemm on wgmma"),
+], ids=["rows", "sm_80", "disabled", "no-tensor-cores"])
+def test_a_wgmma_gemm_wgmma_cannot_run_is_refused_at_its_line(target, configs, message):
+    prim = too_few_rows(32 if message == "wgmma cannot compute it" else 64)
+    with pytest.raises(tilec.TilecError, match=message) as info:
+        lower_to_thread(build_prim_func(prim, []), resolve_target(target), configs)
+    assert f"test_async_wgmma.py:{_marked_line(too_few_rows)}" in str(info.value)
+
+
+def test_the_interpreter_runs_a_wgmma_gemm_in_program_order():
+    """The interpreter has no wgmma: a T.wgmma_gemm completes where it stands (the program's waits
+    then find it done)."""
+    a, b = _inputs(4, (32, K), (N, K))
+    c = np.zeros((32, N), np.float32)
+    tilec.compile(too_few_rows(32), target="interp")(a, b, c)
+    np.testing.assert_allclose(c, _ref(a, b), rtol=1e-3, atol=1e-2)
+
+
+def bad_waits(which):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, M), T.float32), n: T.int32):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            acc = T.alloc_fragment((M, M), T.float32)
+            T.copy(A, A_s)
+            if which == "wg_wait":
+                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=-2)
+            elif which == "run-time":
+                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=n)
+            else:
+                T.wait_wgmma(-1)
+            T.copy(acc, C)
+
+    return main
+
+
+@pytest.mark.parametrize("which, message", [
+    ("wg_wait", "wg_wait must be -1 .no wait"),
+    ("run-time", "wg_wait must be a compile-time integer"),
+    ("wait", "T.wait_wgmma's count is the number of wgmma groups left running"),
+])
+def test_wait_counts_are_checked(which, message):
+    with pytest.raises(tilec.TilecError, match=message) as info:
+        build_prim_func(bad_waits(which), [])
+    assert "test_async_wgmma.py" in str(info.value)
