@@ -196,6 +196,10 @@ class TileSelectMmaPass(ModulePass):
     wgmma: bool = False
     """Use wgmma m64nNk16 where the target has it and it fits (pass config `tilec.enable_wgmma`)."""
 
+    program_async: bool = True
+    """Leave the program's asynchronous wgmmas (`wg_wait`) running as written (pass config
+    `tilec.async_wgmma`); False completes each where it stands (its `wg_wait` dropped)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = target_facts(self.target)
         for gemm in op.walk():
@@ -214,6 +218,8 @@ class TileSelectMmaPass(ModulePass):
             else:
                 plan = wgmma_operands(gemm, kernel.num_threads) if wgmma else None
             _require_wgmma(gemm, target, self.wgmma, plan)
+            if not self.program_async:
+                gemm.wg_wait = None
             if plan is not None:
                 gemm.mma = tile.MmaKindAttr(tile.MmaKind.WGMMA)
                 for alloc, facts in plan.items():

@@ -106,7 +106,7 @@ def _wgmma_events(ptx: str) -> list[str]:
             events.append("mma")
         elif "wgmma.commit_group" in line:
             events.append("commit")
-        elif m := re.search(r"wgmma\.wait_group\.sync\.aligned (\d+)", line):
+        elif m := re.search(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", line):
             events.append(f"wait {m.group(1)}")
     collapsed = []
     for e in events:  # one "mma" per run of k16 steps
@@ -122,6 +122,13 @@ def test_the_waits_are_where_the_program_puts_them():
     assert re.search(r"tile.gemm_wait %acc\b", low.stage("tile-opt"))
     _, ptx = _thread_ir_and_ptx(one_kept_running())
     assert _wgmma_events(ptx) == ["mma", "commit", "mma", "commit", "wait 1", "wait 0"]
+
+
+def test_the_pass_config_completes_each_gemm_where_it_stands():
+    """`tilec.async_wgmma=False` (a comparison point): every gemm waits for itself, the program's
+    waits find nothing running."""
+    _, ptx = _thread_ir_and_ptx(one_kept_running(), {"tilec.async_wgmma": False})
+    assert _wgmma_events(ptx) == ["mma", "commit", "wait 0", "mma", "commit", "wait 0", "wait 0"]
 
 
 @pytest.mark.parametrize("prim", [two_halves, one_kept_running])

@@ -61,6 +61,10 @@ KEYS: dict[str, Key] = {k.name: k for k in (
               "tensor-core gemm (mma.sync m16n8k16) on sm_80+; on by default, False selects the SIMT gemm"),
     _honoured("tilec.enable_wgmma", "TILEC_ENABLE_WGMMA",
               "wgmma m64nNk16 on sm_90a where the operands allow (on by default there)"),
+    _honoured("tilec.async_wgmma", "TILEC_ASYNC_WGMMA",
+              "the program's own asynchronous wgmmas (T.wgmma_gemm, T.gemm(wg_wait=N)) are left running as "
+              "written until T.wait_wgmma (on by default); False completes each where it stands, as before "
+              "session 28 (a comparison point)"),
     _honoured("tilec.persistent", "TILEC_PERSISTENT",
               "warp-specialized gemm kernels become persistent: one block per multiprocessor loops over the "
               "tiles, the next tile's TMA loads overlapping this one's epilogue (by default for loops of one "

@@ -3,7 +3,7 @@ target, a "why here" comment on each pass).
 
 The passes are constructed here and nowhere else; `lower.py` runs them. The target's facts
 (`Target.has_cp_async`, `has_wgmma`, `arch`, `smem_per_block`) and the pass configs the
-passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tl.disable_wgmma`,
+passes honour (`tilec.enable_mma`, `tilec.enable_wgmma` (default on sm_90a), `tilec.async_wgmma`, `tl.disable_wgmma`,
 `tl.disable_warp_specialized`, `tl.disable_tma_lower`, `tilec.persistent`, `tilec.cluster`, `tilec.alternate_k`, `tilec.split_masks`, `tilec.longest_first`, `tilec.tma_store`, `tilec.warpgroup_pingpong`, `tilec.operand_rings`, `tilec.softmax_overlap`; see pass_configs.py) decide which passes run and with which options.
 """
 
@@ -46,7 +46,8 @@ def cuda_tile_passes(target, pass_configs: dict | None = None) -> list:
         *([TileLongestFirstPass()] if configs.get("tilec.longest_first", True) else []),
         TileLegalizeBoundsPass(),  # prove which global accesses stay in bounds; the rest get predicates
         *([TileSplitMasksPass()] if configs.get("tilec.split_masks", True) else []),  # masks only where not uniform
-        *([TileSelectMmaPass(target=target.name, wgmma=wgmma)] if mma else []),  # tensor cores
+        *([TileSelectMmaPass(target=target.name, wgmma=wgmma, program_async=bool(configs.get("tilec.async_wgmma", True)))]
+          if mma else []),  # tensor cores
         *([TileWarpSpecializePass(target=target.name, persistent=_persistent(configs),
                                   pingpong=bool(configs.get("tilec.pingpong", True)),
                                   operand_rings=bool(configs.get("tilec.operand_rings", False)),
