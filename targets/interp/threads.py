@@ -33,25 +33,23 @@ def _per_block_state(op: Operation) -> bool:
     return dest is not None and tile.tile_type(dest).scope in ("local", "fragment")
 
 
-def _check_user(user: Operation, value: SSAValue) -> None:
-    """A located error where thread-index `value` reaches `user`, which the lanes cannot run per thread."""
+def _unsupported_use(user: Operation, value: SSAValue) -> tuple[Operation, str] | None:
+    """Where thread-index `value` reaches `user` in a way the lanes cannot run per thread: the op and
+    what it is (None: they can)."""
     if tile.enclosing(user, tile.ParallelOp) is not None or isinstance(user, tile.ParallelOp):
-        raise error_at(user, "the thread index (T.get_thread_binding) inside T.Parallel is not supported by the "
-                             "interpreter", hint=_HINT)
+        return user, "the thread index (T.get_thread_binding) inside T.Parallel is not supported by the interpreter"
     if _per_block_state(user):
-        raise error_at(user, "a value of the thread index (T.get_thread_binding) stored in a local buffer or "
-                             "fragment is not supported by the interpreter, which keeps one for the whole block",
-                       hint=_HINT)
+        return user, ("a value of the thread index (T.get_thread_binding) stored in a local buffer or fragment is "
+                      "not supported by the interpreter, which keeps one for the whole block")
     if isinstance(user, _LOOPS) and value in (user.lb, user.ub, user.step):
-        raise error_at(user, "a loop whose bounds depend on the thread index is not supported by the interpreter",
-                       hint=_HINT)
+        return user, "a loop whose bounds depend on the thread index is not supported by the interpreter"
     if isinstance(user, scf.IfOp) and value is user.cond:
         for inner in user.walk():
             what = "T.Parallel" if isinstance(inner, tile.ParallelOp) else \
                 "a store to a local buffer or fragment" if _per_block_state(inner) else None
             if what is not None:
-                raise error_at(inner, f"{what} under a branch on the thread index is not supported by the "
-                                      "interpreter", hint=_HINT)
+                return inner, f"{what} under a branch on the thread index is not supported by the interpreter"
+    return None
 
 
 def _dependents(user: Operation) -> list[SSAValue]:
@@ -63,8 +61,9 @@ def _dependents(user: Operation) -> list[SSAValue]:
     return values
 
 
-def check_thread_values(op: tile.ThreadIdOp) -> None:
-    """Follows the thread index `op` gives through the values computed from it (`_check_user`)."""
+def unsupported_thread_use(op: tile.ThreadIdOp) -> tuple[Operation, str] | None:
+    """The first place the thread index `op` gives reaches, through the values computed from it,
+    per-thread code the lanes cannot run (`_unsupported_use`), and what it is; None: nowhere."""
     seen: set[SSAValue] = set()
     todo = [op.result]
     while todo:
@@ -73,8 +72,18 @@ def check_thread_values(op: tile.ThreadIdOp) -> None:
             continue
         seen.add(value)
         for use in value.uses:
-            _check_user(use.operation, value)
+            found = _unsupported_use(use.operation, value)
+            if found is not None:
+                return found
             todo.extend(_dependents(use.operation))
+    return None
+
+
+def check_thread_values(op: tile.ThreadIdOp) -> None:
+    """A located error where the thread index `op` gives reaches per-thread code the lanes cannot run."""
+    found = unsupported_thread_use(op)
+    if found is not None:
+        raise error_at(found[0], found[1], hint=_HINT)
 
 
 def _thread_id(op, c):

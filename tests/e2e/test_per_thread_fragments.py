@@ -78,6 +78,20 @@ def test_each_thread_keeps_its_own_fragment():
     assert "!tile.buffer<4xi32, local>" in ir and "shared" not in ir.split("tile.kernel", 1)[1]
 
 
+def test_the_interp_target_runs_per_thread_code_on_the_simulator(caplog):
+    """The tile interpreter runs the threads as lanes and keeps one fragment per block, so it refuses
+    each thread's own fragment (threads.py); the interp target runs such a kernel on the simulator
+    instead, and says so on the tilec logger (TileLang's topk_selector on the CPU runner)."""
+    import logging
+
+    idx = np.random.default_rng().integers(0, 1 << 20, 512).astype(np.int32)
+    out = np.zeros(512, np.int32)
+    with caplog.at_level(logging.INFO, logger="tilec"):
+        tilec.compile(prefetch(), target="interp")(idx, out)
+    np.testing.assert_array_equal(out, (idx.reshape(128, 4)[:, ::-1] * 2).reshape(-1))
+    assert "per-thread code the tile interpreter does not run" in caplog.text and "target 'sim'" in caplog.text
+
+
 def test_a_producer_roles_prefetch_is_its_threads_own():
     idx = np.random.default_rng().integers(0, 1 << 20, 512).astype(np.int32)
     out, z = np.zeros(512, np.int32), np.zeros(256, np.float32)

@@ -57,15 +57,22 @@ def collect_paused() -> None:
         gc.collect(0)
 
 
-def _needs_simulator(program) -> bool:
-    """Whether the tile interpreter cannot run `program`, and the interp target runs it on the CUDA
-    lowering's simulator instead: warpgroup roles written as a branch on the thread index (every
-    producer thread running its code, several consumer groups, or none but consumers), which the
-    interpreter's two-role model does not hold."""
+def _needs_simulator(program) -> str | None:
+    """Why the tile interpreter cannot run `program`, which the interp target then runs on the CUDA
+    lowering's simulator instead (None: it can): warpgroup roles written as a branch on the thread
+    index (every producer thread running its code, several consumer groups, or none but
+    consumers), which the interpreter's two-role model does not hold, or per-thread code its lanes
+    do not run (a thread's own local values, a loop over a thread-dependent range: threads.py)."""
     from tilec.dialects import tile
+    from tilec.targets.interp.threads import unsupported_thread_use
 
-    return any(isinstance(op, tile.WarpSpecializeOp) and op.user_roles is not None and
-               (op.all_producer_threads is not None or op.groups > 1) for op in program.module.walk())
+    for op in program.module.walk():
+        if isinstance(op, tile.WarpSpecializeOp) and op.user_roles is not None and \
+                (op.all_producer_threads is not None or op.groups > 1):
+            return "warpgroup roles the tile interpreter does not model"
+        if isinstance(op, tile.ThreadIdOp) and unsupported_thread_use(op) is not None:
+            return f"per-thread code the tile interpreter does not run ({unsupported_thread_use(op)[1]})"
+    return None
 
 
 def build(program, target, pass_configs: dict, *, execution_backend: str = "auto", build_key: str | None = None,
@@ -74,12 +81,12 @@ def build(program, target, pass_configs: dict, *, execution_backend: str = "auto
     run-time inner sizes gets a build for sizes of 16-byte multiples, and others for the multiples a
     call's sizes have, each made at the first call that needs it (size_variants.py; `make_program`:
     the frontend again, for a program restored from the cache)."""
-    if target.kind == "interp" and _needs_simulator(program):
+    why = _needs_simulator(program) if target.kind == "interp" else None
+    if why is not None:
         from tilec.log import logger
         from tilec.target import resolve_target
 
-        logger.info("%s: warpgroup roles the tile interpreter does not model; running the CUDA lowering on the "
-                    "simulator (target 'sim')", program.name)
+        logger.info("%s: %s; running the CUDA lowering on the simulator (target 'sim')", program.name, why)
         target = resolve_target("sim")
     if target.kind == "interp":
         from tilec.compiler.cpu_backends import InterpBackend
