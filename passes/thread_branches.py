@@ -55,7 +55,7 @@ def _whole_tile(op: Operation) -> str | None:
         name = tile.block_level_name(op)
         return "T.Parallel" if isinstance(op, tile.ParallelOp) else name
     if isinstance(op, tile.CopyOp | tile.GemmOp | tile.FillOp | tile.ReduceOp | tile.CumsumOp | tile.CummaxOp |
-                  tile.BarrierOp):
+                  tile.BarrierOp | tile.GemmWaitOp):
         return tile.block_level_name(op)
     return None
 

@@ -68,7 +68,16 @@ _ACCESSES: dict[type[Operation], Callable[[Operation], tuple[Iterable, Iterable]
     tile.StoreOp: lambda op: ((), (op.dest,)),
     tile.PrintOp: lambda op: (op.values, ()),
     tile.TmaStoreOp: lambda op: ((op.src,), ()),  # read asynchronously: until its tile.tma_store_wait
+    tile.GemmWaitOp: lambda op: (_completed_reads(op), ()),
 }
+
+
+def _completed_reads(op: tile.GemmWaitOp) -> tuple:
+    """The tiles the program's asynchronous wgmmas into `op`'s accumulators read (TileLang's
+    `T.wgmma_gemm`): their reads last until this wait, so a write after it by another warpgroup's
+    threads needs a barrier after it, not just one after the gemm."""
+    return tuple(v for c in op.cs for use in c.uses if isinstance(g := use.operation, tile.GemmOp)
+                 and g.c is c and g.wg_wait is not None for v in (g.a, g.b) if v.type.scope == "shared")
 
 
 def root_buffer(value: SSAValue) -> SSAValue:

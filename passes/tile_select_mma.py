@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from tilec.dialects import tile
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.dialects import scf
-from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from tilec.errors import error_at
 
 from .analysis import known_multiple
+from .program_waits import running_accumulators
 from .target_facts import target_facts
 from .layouts import mma_accumulator_layout, wgmma_accumulator_layout, wgmma_register_a_layout
 
@@ -248,71 +247,6 @@ def _require_wgmma(op: tile.GemmOp, target, enabled: bool, plan: dict | None) ->
                "shared memory or registers, B from shared memory)")
     raise error_at(op, f"T.wgmma_gemm: {why}",
                    hint="use T.gemm, which takes mma.sync or the SIMT cores where wgmma cannot run the gemm")
-
-
-def running_accumulators(wait: tile.GemmWaitOp) -> list:
-    """The accumulators of the program's asynchronous wgmmas (`wg_wait` -1 or N > 0) that can be
-    running at `wait`: those of its warpgroup role (the branch of `tile.consumer_group` or the
-    region of `tile.warp_specialize` holding the wait, else the kernel) issued before it, or in a
-    loop around it (the iteration before), whose tile is in scope there."""
-    region = wait.parent_region()
-    while region is not None and not _role(region):
-        parent = region.parent_op()
-        region = parent.parent_region() if parent is not None else None
-    if region is None:
-        region = tile.enclosing_kernel(wait).body
-    in_scope = {id(b) for b in _enclosing_blocks(wait)}
-    loops = [op for op in _ancestors(wait) if isinstance(op, tile.ForOp | scf.ForOp | scf.WhileOp)]
-    before = []
-    for op in region.walk():
-        if op is wait:
-            break
-        before.append(op)
-    candidates = [*before, *(op for loop in loops for op in loop.walk())]
-    accs = []
-    for gemm in candidates:
-        if isinstance(gemm, tile.GemmOp) and gemm.mma_kind == tile.MmaKind.WGMMA and gemm.wg_wait is not None \
-                and gemm.wg_wait.value.data != 0 and gemm.c not in accs:
-            owner = gemm.c.owner
-            block = owner if isinstance(owner, Block) else owner.parent_block()
-            if id(block) in in_scope:
-                accs.append(gemm.c)
-    return accs
-
-
-def _role(region: Region) -> bool:
-    """Whether `region` is one warpgroup role's code: a region of `tile.warp_specialize`, or a branch
-    of an `scf.if` on `tile.consumer_group` or on the thread index (a branch around whole-tile work
-    is one of warpgroups)."""
-    parent = region.parent_op()
-    if isinstance(parent, tile.WarpSpecializeOp):
-        return True
-    if not isinstance(parent, scf.IfOp):
-        return False
-    work = [parent.cond]
-    while work:
-        value = work.pop()
-        owner = value.owner
-        if isinstance(owner, tile.ConsumerGroupOp | tile.ThreadIdOp):
-            return True
-        if isinstance(owner, Operation) and owner.name.startswith("arith."):
-            work.extend(owner.operands)
-    return False
-
-
-def _ancestors(op: Operation):
-    parent = op.parent_op()
-    while parent is not None:
-        yield parent
-        parent = parent.parent_op()
-
-
-def _enclosing_blocks(op: Operation):
-    block = op.parent_block()
-    while block is not None:
-        yield block
-        parent = block.parent_op()
-        block = parent.parent_block() if parent is not None else None
 
 
 def _check_fp8_gemm(op: tile.GemmOp, target, wgmma: bool) -> None:

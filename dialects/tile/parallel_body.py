@@ -40,7 +40,7 @@ from .structure import (
     ParallelOp,
     UseSwizzleOp,
 )
-from .sync import AllocBarrierOp, BarrierOp, MBarrierArriveOp, MBarrierWaitParityOp
+from .sync import AllocBarrierOp, BarrierOp, GemmWaitOp, MBarrierArriveOp, MBarrierWaitParityOp
 from .types import BufferType
 
 # Ops that work on whole tiles or on the block: a per-element loop body cannot hold them.
@@ -51,6 +51,7 @@ _BLOCK_LEVEL = {
     AllocBarrierOp: "T.alloc_barrier", MBarrierArriveOp: "T.mbarrier_arrive",
     MBarrierWaitParityOp: "T.mbarrier_wait_parity", RegionOp: "a tile region", ReshapeOp: "T.reshape / T.view",
     StageOp: "tile.stage", AsyncCommitOp: "tile.async_commit", AsyncWaitOp: "tile.async_wait",
+    GemmWaitOp: "T.wait_wgmma",
 }
 
 

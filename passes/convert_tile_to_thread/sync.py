@@ -483,7 +483,12 @@ def _consumer_group(L: Lowerer, op: tile.ConsumerGroupOp) -> None:
 
 @uniform(tile.GemmWaitOp)
 def _gemm_wait(L: Lowerer, op: tile.GemmWaitOp) -> None:
-    """`wgmma.wait_group`, every accumulator's registers passing through it: their values are read after it."""
+    """`wgmma.wait_group`, every accumulator's registers passing through it: their values are read after it.
+    The program's wait in a kernel without wgmmas (a target without them, or its gemms on mma.sync)
+    has nothing to wait for: nothing."""
+    if not op.cs and not any(isinstance(g, tile.GemmOp) and g.mma_kind == tile.MmaKind.WGMMA
+                             for g in tile.enclosing_kernel(op).walk()):
+        return
     slots = [(L.views[c], s) for c in op.cs for s in range(L.views[c].layout.num_slots)]
     values = [L.frag_load(c, s) for c, s in slots]
     wait = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=values, result_types=[v.type for v in values],

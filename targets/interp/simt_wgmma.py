@@ -55,10 +55,7 @@ def _wgmma(op, c):
 
     def run(st):
         lanes = _lanes(st)
-        active = np.ones(lanes, bool) if st.mask is None else np.broadcast_to(np.asarray(st.mask), (lanes,))
-        groups = [g for g in range(lanes // 128) if active[128 * g:128 * (g + 1)].any()]
-        if lanes % 128 or any(not active[128 * g:128 * (g + 1)].all() for g in groups):
-            raise error_at(op, "wgmma needs whole warpgroups of converged threads (simulated)")
+        groups = _require_converged(op, st, "wgmma")
         if register_a:
             regs = [np.broadcast_to(np.asarray(v).astype(np.int32), (lanes,)) for v in st.env[op.descriptorA]]
             da = np.zeros(lanes, np.uint64)
@@ -114,10 +111,22 @@ def _wgmma(op, c):
     return run
 
 
+def _require_converged(op, st, what: str) -> None:
+    """A `.sync.aligned` wgmma instruction: the warpgroups running it run it with all 128 threads
+    (returned: the warpgroups that do)."""
+    lanes = _lanes(st)
+    active = np.ones(lanes, bool) if st.mask is None else np.broadcast_to(np.asarray(st.mask), (lanes,))
+    groups = [g for g in range(lanes // 128) if active[128 * g:128 * (g + 1)].any()]
+    if lanes % 128 or any(not active[128 * g:128 * (g + 1)].all() for g in groups):
+        raise error_at(op, f"{what} needs whole warpgroups of converged threads (simulated)")
+    return groups
+
+
 def _wgmma_wait(op, c):
     pending = op.group.value.data
 
     def run(st):  # the simulated wgmma is complete at issue; its operand reads last until the wait (races)
+        _require_converged(op, st, f"wgmma.wait_group {pending}")
         for v, r in zip(op.values, op.res):
             st.env[r] = st.env[v]
         h = st.env.get("__hopper__")
@@ -129,6 +138,7 @@ def _wgmma_wait(op, c):
 
 def _wgmma_commit(op, c):
     def run(st):
+        _require_converged(op, st, "wgmma.commit_group")
         h = st.env.get("__hopper__")
         if h is not None:
             h.wgmma_commit()

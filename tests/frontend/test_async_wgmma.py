@@ -42,9 +42,10 @@ def two_halves():
     return main
 
 
-def one_kept_running():
-    """X = A B^T left running; Y = A D^T waited for with one group left running (X's, the older,
-    completes); X is read, then the last wait completes Y."""
+def one_kept_running(first="wgmma_gemm"):
+    """X = A B^T left running (`T.wgmma_gemm`, or `T.gemm(wg_wait=-1)`, which any target runs); Y =
+    A D^T waited for with one group left running (X's, the older, completes); X is read, then the
+    last wait completes Y."""
 
     @T.prim_func
     def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), D: T.Tensor((N, K), T.float16),
@@ -58,7 +59,10 @@ def one_kept_running():
             T.copy(A, A_s)
             T.copy(B, B_s)
             T.copy(D, D_s)
-            T.wgmma_gemm(A_s, B_s, x, transpose_B=True, clear_accum=True)
+            if first == "wgmma_gemm":
+                T.wgmma_gemm(A_s, B_s, x, transpose_B=True, clear_accum=True)
+            else:
+                T.gemm(A_s, B_s, x, transpose_B=True, clear_accum=True, wg_wait=-1)
             T.gemm(A_s, D_s, y, transpose_B=True, clear_accum=True, wg_wait=1)
             T.copy(x, X)
             T.wait_wgmma(0)
@@ -243,3 +247,133 @@ def test_wait_counts_are_checked(which, message):
     with pytest.raises(tilec.TilecError, match=message) as info:
         build_prim_func(bad_waits(which), [])
     assert "test_async_wgmma.py" in str(info.value)
+
+
+def test_a_wait_on_a_target_without_wgmma_is_nothing(ptxas):
+    """On sm_80 the gemms take mma.sync and complete in order: T.wait_wgmma has nothing to wait
+    for (it had been the sm_90 intrinsic, which LLVM cannot select there: the process aborted)."""
+    from tilec.targets.nvptx import assemble
+
+    low = lower_to_thread(build_prim_func(one_kept_running("gemm"), []), resolve_target("sm_80"), {})
+    ptx = emit_ptx(low.thread, "sm_80")
+    assert "wgmma" not in ptx and "mma.sync" in ptx
+    assemble(ptx, "sm_80")
+
+
+def overwritten_after_the_wait():
+    """Two warpgroups share one 128-row wgmma reading B_s; B_s is loaded again after the wait (and a
+    barrier for X_s stands between the gemm and the wait)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((128, K), T.float16), B: T.Tensor((N, K), T.float16), D: T.Tensor((N, K), T.float16),
+             E: T.Tensor((128, K), T.float16), Out: T.Tensor((128, K), T.float16),
+             C: T.Tensor((128, N), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((128, K), T.float16)
+            B_s = T.alloc_shared((N, K), T.float16)
+            X_s = T.alloc_shared((128, K), T.float16)
+            acc = T.alloc_fragment((128, N), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.wgmma_gemm(A_s, B_s, acc, transpose_B=True, clear_accum=True)
+            T.copy(E, X_s)
+            T.copy(X_s, Out)
+            T.wait_wgmma(0)
+            T.copy(D, B_s)
+            T.wgmma_gemm(A_s, B_s, acc, transpose_B=True)
+            T.wait_wgmma(0)
+            T.copy(acc, C)
+
+    return main
+
+
+def test_a_tile_read_by_a_running_wgmma_is_written_only_after_a_barrier_behind_the_wait():
+    """Warpgroup 0 passing its own wait must not overwrite B_s while warpgroup 1's wgmma still reads
+    it: the barrier goes after the wait (tile-insert-barriers counts the reads until it), not only
+    after the gemm."""
+    low, _ = _thread_ir_and_ptx(overwritten_after_the_wait())
+    lines = [line.strip() for line in low.stage("tile-opt").splitlines()]
+    wait = next(i for i, line in enumerate(lines) if line.startswith("tile.gemm_wait"))
+    assert lines[wait + 1].startswith("tile.barrier") and lines[wait + 2].startswith("tile.copy %D, %B_s")
+    rng = np.random.default_rng(5)
+    a, b, d, e = (rng.standard_normal(s).astype(np.float16) for s in ((128, K), (N, K), (N, K), (128, K)))
+    out, c = np.zeros((128, K), np.float16), np.zeros((128, N), np.float32)
+    tilec.compile(overwritten_after_the_wait(), target="sim")(a, b, d, e, out, c)
+    np.testing.assert_allclose(c, _ref(a, b) + _ref(a, d), rtol=1e-3, atol=2e-2)
+    np.testing.assert_array_equal(out, e)
+
+
+def waits_under_thread_branches():
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((N, K), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            B_s = T.alloc_shared((N, K), T.float16)
+            acc = T.alloc_fragment((M, N), T.float32)
+            tx = T.get_thread_binding()
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.wgmma_gemm(A_s, B_s, acc, transpose_B=True, clear_accum=True)
+            if tx < 16:
+                T.wait_wgmma(0)
+            for i, j in T.Parallel(M, N):
+                acc[i, j] = acc[i, j] * 2
+            T.copy(acc, C)
+
+    return main
+
+
+def test_a_wait_under_a_branch_on_the_thread_index_is_the_whole_blocks():
+    """A wait is the warpgroup's (`.sync.aligned`): under `if tx < 16` it runs on the whole block, as
+    other whole-tile work there does (thread_branches.py), and it still ties the accumulator of the
+    gemm before the branch (the branch is no warpgroup role)."""
+    low, ptx = _thread_ir_and_ptx(waits_under_thread_branches())
+    tile_opt = low.stage("tile-opt")
+    assert re.search(r"tile.gemm_wait %acc\b", tile_opt) and "scf.if" not in tile_opt.split("tile.gemm_wait")[0].split(
+        "mma = \"wgmma\"")[-1]
+    assert _wgmma_events(ptx) == ["mma", "commit", "wait 0"]
+    a, b = _inputs(6, (M, K), (N, K))
+    c = np.zeros((M, N), np.float32)
+    tilec.compile(waits_under_thread_branches(), target="sim")(a, b, c)
+    np.testing.assert_allclose(c, 2 * _ref(a, b), rtol=1e-3, atol=2e-2)
+
+
+def test_wg_wait_is_a_count_not_a_flag():
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, M), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((M, K), T.float16)
+            acc = T.alloc_fragment((M, M), T.float32)
+            T.copy(A, A_s)
+            T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=True)
+            T.copy(acc, C)
+
+    with pytest.raises(tilec.TilecError, match="wg_wait is a count of wgmma groups"):
+        build_prim_func(main, [])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("prim", [two_halves, one_kept_running, overwritten_after_the_wait])
+def test_asynchronous_wgmmas_on_the_gpu(prim):
+    """The kernels above on an sm_90a GPU, fresh inputs each run against float64."""
+    import torch
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs sm_90a")
+    for seed in range(3):
+        rng = np.random.default_rng(seed + 10)
+        if prim is two_halves:
+            a, b = (rng.standard_normal(s).astype(np.float16) for s in ((M, K), (N, K)))
+            args, want = [a, b, np.zeros((M, N), np.float32)], {2: _ref(a, b)}
+        elif prim is one_kept_running:
+            a, b, d = (rng.standard_normal(s).astype(np.float16) for s in ((M, K), (N, K), (N, K)))
+            args = [a, b, d, np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)]
+            want = {3: _ref(a, b), 4: _ref(a, d)}
+        else:
+            a, b, d, e = (rng.standard_normal(s).astype(np.float16) for s in ((128, K), (N, K), (N, K), (128, K)))
+            args = [a, b, d, e, np.zeros((128, K), np.float16), np.zeros((128, N), np.float32)]
+            want = {4: e.astype(np.float64), 5: _ref(a, b) + _ref(a, d)}
+        tensors = [torch.from_numpy(x).cuda() for x in args]
+        tilec.compile(prim(), target="cuda")(*tensors)
+        for i, ref in want.items():
+            np.testing.assert_allclose(tensors[i].cpu().numpy().astype(np.float64), ref, rtol=1e-3, atol=2e-2)

@@ -3,15 +3,16 @@
 // RUN: not tilec opt %s -p "tile-select-mma{target=sm_90a}" 2>&1 | filecheck %s --check-prefix=OFF
 
 // The program's own waits (T.wait_wgmma: tile.gemm_wait without accumulators) get the accumulators
-// of the asynchronous wgmmas (wg_wait) that can be running there: those of the wait's role issued
-// before it or in a loop around it. Group 0's waits tie %x (the first, before any gemm, nothing;
-// the one in the loop also the iteration before's), group 1's %y alone.
+// of the asynchronous wgmmas (wg_wait) they complete: those of the wait's role issued before it or
+// in a loop around it, less those of the newest `pending` groups. Group 0's first wait (before any
+// gemm) ties nothing; the one in the loop leaves one group running, the iteration before's gemm
+// into %x, so it ties nothing either; the one after the loop ties %x. Group 1's ties %y alone.
 // WG-LABEL: func.func @program_waits
 // WG:        scf.if
 // WG-NEXT:     tile.gemm_wait
 // WG-NOT:      %
 // WG:          tile.for
-// WG-NEXT:       tile.gemm_wait %x {pending = 1 : i64} : !tile.buffer<64x64xf32, fragment>
+// WG-NEXT:       tile.gemm_wait {pending = 1 : i64}{{$}}
 // WG-NEXT:       tile.gemm %a, %b, %x {{.*}}wg_wait = -1 : i64, wgmma_only, mma = "wgmma"}
 // WG:          tile.gemm_wait %x : !tile.buffer<64x64xf32, fragment>
 // WG:        } else {

@@ -40,6 +40,8 @@ def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_w
         clear = False
     op = v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
                               clear_accum=bool(clear), policy=policy, k_pack=int(k_pack)))
+    if isinstance(v.rvalue(wg_wait), bool):
+        raise v.b.error("T.gemm's wg_wait is a count of wgmma groups left running (-1: no wait), not True / False")
     wait = static_int(v, v.rvalue(wg_wait), "T.gemm's wg_wait")
     if wait < -1:
         raise v.b.error(f"T.gemm's wg_wait must be -1 (no wait: T.wait_wgmma waits) or a count of wgmma groups "
