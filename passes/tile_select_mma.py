@@ -238,7 +238,7 @@ def _require_wgmma(op: tile.GemmOp, target, enabled: bool, plan: dict | None) ->
     if op.wgmma_only is None or plan is not None:
         return
     if not target.has_wgmma:
-        why = f"the target {target.arch} has no wgmma (sm_90a has)"
+        why = f"the target {target.arch or target.name} has no wgmma (sm_90a has)"
     elif not enabled:
         why = "wgmma is turned off for this build (the pass config tl.disable_wgmma or tilec.enable_wgmma=False)"
     else:

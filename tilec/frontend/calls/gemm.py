@@ -38,14 +38,14 @@ def gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_w
         with v.b.under(v.b.to_ssa(clear, i1)):
             v.b.emit(tile.FillOp(c, v.b.to_ssa(0, c.type.element_type)))
         clear = False
-    op = v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
-                              clear_accum=bool(clear), policy=policy, k_pack=int(k_pack)))
     if isinstance(v.rvalue(wg_wait), bool):
         raise v.b.error("T.gemm's wg_wait is a count of wgmma groups left running (-1: no wait), not True / False")
     wait = static_int(v, v.rvalue(wg_wait), "T.gemm's wg_wait")
     if wait < -1:
         raise v.b.error(f"T.gemm's wg_wait must be -1 (no wait: T.wait_wgmma waits) or a count of wgmma groups "
                         f"left running (>= 0), got {wait}")
+    op = v.b.emit(tile.GemmOp(a, b, c, transpose_a=bool(transpose_A), transpose_b=bool(transpose_B),
+                              clear_accum=bool(clear), policy=policy, k_pack=int(k_pack)))
     if wait:  # the program's own completion of a wgmma (TileLang's): the default 0 waits for it right here
         op.wg_wait = IntegerAttr(wait, i64)
     return op
@@ -63,7 +63,7 @@ def wgmma_gemm(v, A, B, C, transpose_A, transpose_B, policy, clear_accum):
 def wait_wgmma(v, num_pending):
     """wgmma.wait_group: tile-select-mma ties the accumulators of the asynchronous wgmmas that can be running."""
     require_kernel(v, "T.wait_wgmma", whole_tiles=True)
-    pending = static_int(v, num_pending, "T.wait_wgmma's count")
+    pending = static_int(v, v.rvalue(num_pending), "T.wait_wgmma's count")
     if pending < 0:
         raise v.b.error(f"T.wait_wgmma's count is the number of wgmma groups left running (>= 0), got {pending}")
     v.b.emit(tile.GemmWaitOp((), pending))
