@@ -377,3 +377,56 @@ def test_asynchronous_wgmmas_on_the_gpu(prim):
         tilec.compile(prim(), target="cuda")(*tensors)
         for i, ref in want.items():
             np.testing.assert_allclose(tensors[i].cpu().numpy().astype(np.float64), ref, rtol=1e-3, atol=2e-2)
+
+
+def kept_running_across_the_back_edge():
+    """O += P V left running into the next iteration, whose rescale of O (after the wait that
+    completes it) ptxas cannot tell from a read of a running wgmma's registers: it serializes the
+    loop's wgmmas (C7514). TileLang's FlashMLA waits at the end of each iteration instead."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((M, K), T.float16), Kt: T.Tensor((4 * N, K), T.float16), V: T.Tensor((4 * N, K), T.float16),
+             O: T.Tensor((M, K), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            Q_s = T.alloc_shared((M, K), T.float16)
+            K_s = T.alloc_shared((N, K), T.float16)
+            V_s = T.alloc_shared((N, K), T.float16)
+            s = T.alloc_fragment((M, N), T.float32)
+            p = T.alloc_fragment((M, N), T.float16)
+            o = T.alloc_fragment((M, K), T.float32)
+            T.copy(Q, Q_s)
+            T.clear(o)
+            for k in T.serial(4):
+                T.copy(Kt[k * N:(k + 1) * N, :], K_s)
+                T.wgmma_gemm(Q_s, K_s, s, transpose_B=True, clear_accum=True)
+                T.wait_wgmma(1)
+                T.copy(V[k * N:(k + 1) * N, :], V_s)
+                for i, j in T.Parallel(M, K):
+                    o[i, j] = o[i, j] * 0.5
+                T.wait_wgmma(0)
+                for i, j in T.Parallel(M, N):
+                    p[i, j] = s[i, j] * 0.125
+                T.wgmma_gemm(p, V_s, o)
+            T.wait_wgmma(0)
+            T.copy(o, O)
+
+    return main
+
+
+def test_ptxas_serializing_the_programs_wgmmas_is_reported(ptxas):
+    """ptxas's "Potential Performance Loss" notes on the wgmmas become a TilecWarning at the kernel,
+    with what to change; the kernel still builds (and computes right: the simulator)."""
+    from tilec.errors import TilecWarning
+
+    with pytest.warns(TilecWarning, match=r"ptxas: .*serialized.*\(C7514\): an accumulator of a running wgmma"):
+        tilec.compile(kept_running_across_the_back_edge(), target="sm_90a")
+    rng = np.random.default_rng(7)
+    q, kt, v = (rng.standard_normal(s).astype(np.float16) * 0.5 for s in ((M, K), (4 * N, K), (4 * N, K)))
+    o = np.zeros((M, K), np.float32)
+    tilec.compile(kept_running_across_the_back_edge(), target="sim")(q, kt, v, o)
+    want = np.zeros((M, K))
+    for i in range(4):
+        want *= 0.5
+        p = (_ref(q, kt[i * N:(i + 1) * N]).astype(np.float32) * np.float32(0.125)).astype(np.float16)
+        want += p.astype(np.float64) @ v[i * N:(i + 1) * N].astype(np.float64)
+    np.testing.assert_allclose(o, want, rtol=1e-2, atol=2e-2)

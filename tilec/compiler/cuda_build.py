@@ -151,6 +151,21 @@ class CudaBuild:
                              hint=_ptxas_hint(str(e), self.spec, folder)) from None
         if self.pass_configs.get("tl.enable_ptxas_verbose_output"):
             print(self._report.log, file=sys.stderr)
+        self._report_serialized_wgmmas()
+
+    def _report_serialized_wgmmas(self) -> None:
+        """ptxas's notes that it serialized the kernel's wgmmas or waited for them where the program
+        did not (C7510-C7519, "Potential Performance Loss"), as a TilecWarning at the kernel: the
+        program's own asynchronous wgmmas (T.wgmma_gemm, T.wait_wgmma) then run one after another."""
+        import re
+
+        for line in self._report.log.splitlines():
+            m = re.search(r"\((C751\d)\) (.*?)(?: in (?:the )?function '[^']*')?$", line)
+            if m is None:
+                continue
+            code, text = m.groups()
+            hint = _WGMMA_HINTS.get(code, "")
+            pass_configs.report(f"kernel {self.program.name}: ptxas: {text} ({code}){hint}", self.program.loc)
 
     # ---- what the pass configs ask of the build (pass_configs.py lists them) ---------------
     def _fast_math(self) -> bool:
@@ -187,6 +202,8 @@ class CudaBuild:
         if restored is None:
             return False
         self.spec, self.ptx, self.cubin, self.ir, self._report = restored
+        if self._report is not None:
+            self._report_serialized_wgmmas()  # (as the build that made it did)
         return True
 
     # ---- inspection ------------------------------------------------------------------------
@@ -245,3 +262,14 @@ def _ptxas_hint(message: str, spec, folder: str | None) -> str:
                 f"(65536 per multiprocessor): give it fewer threads or each thread less of the tile (smaller "
                 f"block_M / block_N per warpgroup); {where}")
     return where
+
+
+_WGMMA_HINTS = {
+    "C7514": ": an accumulator of a running wgmma is read or written before the T.wait_wgmma that completes it "
+             "(a wgmma kept running across a loop's back edge, or an accumulator rescaled in place, counts); wait "
+             "for it first, as TileLang's FlashMLA does at the end of each iteration",
+    "C7517": ": registers a running wgmma writes are used before the T.wait_wgmma that completes it; wait for it "
+             "first",
+    "C7511": ": too few registers to keep the wgmmas running",
+}
+"""What to change for ptxas's notes on the program's wgmmas (`_report_serialized_wgmmas`)."""
