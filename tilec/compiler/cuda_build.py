@@ -159,7 +159,8 @@ class CudaBuild:
         program's own asynchronous wgmmas (T.wgmma_gemm, T.wait_wgmma) then run one after another."""
         import re
 
-        for line in self._report.log.splitlines():
+        log = self._report.get("log", "") if isinstance(self._report, dict) else self._report.log  # (a cache hit's JSON)
+        for line in log.splitlines():
             m = re.search(r"\((C751\d)\) (.*?)(?: in (?:the )?function '[^']*')?$", line)
             if m is None:
                 continue
