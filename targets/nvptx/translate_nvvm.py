@@ -121,27 +121,31 @@ def _wgmma_fence(t: T, op) -> None:
 
 
 def _fence_operands(t: T, op: nvvm.WgmmaFenceAlignedOp) -> None:
-    """Give the next wgmma's accumulator inputs registers of their own before the fence.
-    The wgmma ties each input to its output, so an input that is not a register of its own
-    (a constant, or a value standing in two places, as a masked init's -inf and 0 do) is copied
-    into one right at the wgmma, after the fence; ptxas then finds registers written between
-    the fence and the wgmma and injects a warpgroup.arrive of its own (C7519), which serializes
-    the wgmmas. An empty inline asm taking and returning each input (CUTLASS's
-    warpgroup_fence_operand) makes those copies before the fence instead."""
+    """Give the accumulator inputs of the wgmmas the fence precedes (up to their commit) registers
+    of their own before the fence. The wgmma ties each input to its output, so an input that is
+    not a register of its own (a constant, or a value standing in two places, as a masked init's
+    -inf and 0 do) is copied into one right at the wgmma, after the fence; ptxas then finds
+    registers written between the fence and the wgmma and injects a warpgroup.arrive of its own
+    (C7519), which serializes the wgmmas. An empty inline asm taking and returning each input
+    (CUTLASS's warpgroup_fence_operand) makes those copies before the fence instead: for every
+    64-row block's first wgmma (the later k steps take the wgmmas' own results)."""
     wgmma = op.next_op
-    while wgmma is not None and not isinstance(wgmma, nvvm.WgmmaMmaAsyncOp):
+    while wgmma is not None and not isinstance(wgmma, nvvm.WgmmaCommitGroupSyncAlignedOp | nvvm.WgmmaFenceAlignedOp):
+        if isinstance(wgmma, nvvm.WgmmaMmaAsyncOp) and wgmma.inouts is not None and wgmma.inouts in t.values:
+            _fence_operand(t, wgmma.inouts)
         wgmma = wgmma.next_op
-    if wgmma is None or wgmma.inouts is None or wgmma.inouts not in t.values:
-        return
-    flat, _ = _scalars(t, [t.get(wgmma.inouts)])
+
+
+def _fence_operand(t: T, inouts) -> None:
+    flat, _ = _scalars(t, [t.get(inouts)])
     outs = ",".join("=" + _CONSTRAINT[str(v.type)] for v in flat)
     ties = ",".join(str(i) for i in range(len(flat)))
     res = t.b.asm(ir.FunctionType(t.types.struct([v.type for v in flat]), [v.type for v in flat]), "",
                   f"{outs},{ties}", flat, True)
-    agg, build = ir.Constant(t.get(wgmma.inouts).type, ir.Undefined), not t.reads_members_only(wgmma.inouts)
+    agg, build = ir.Constant(t.get(inouts).type, ir.Undefined), not t.reads_members_only(inouts)
     for i in range(len(flat)):
         agg = t.insert_value(agg, t.b.extract_value(res, i), i, build=build)
-    t.values[wgmma.inouts] = agg
+    t.values[inouts] = agg
 
 
 @lowers(nvvm.WgmmaCommitGroupSyncAlignedOp)

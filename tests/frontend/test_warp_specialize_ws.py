@@ -176,6 +176,19 @@ def test_a_wgmma_of_tiles_only_tma_writes_needs_no_proxy_fence_or_barrier():
     assert "wgmma.mma_async" in loop and "fence.proxy.async" not in loop and "bar.sync" not in loop
 
 
+def test_both_row_blocks_accumulators_are_fenced_before_the_wgmmas(ptxas):
+    """The consumer's 128 rows are two 64-row wgmmas, each accumulating onto the zeros of a T.clear
+    in a T.ws block of its own: the second block's zeros had been copied into their registers after
+    the wgmma.fence, and ptxas injected a warpgroup.arrive and a wait (C7519, C7517), which it
+    reports as a TilecWarning at the kernel."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tilec.compile(ws_gemm_staged(256, 256, 256, 128, 128, 64), out_idx=[-1], target="sm_90a")
+    assert not [w for w in caught if "ptxas:" in str(w.message)], [str(w.message) for w in caught]
+
+
 def test_a_wgmma_of_a_tile_the_threads_also_write_keeps_its_fence():
     """A tile the threads write too (T.copy of the accumulator's tile between the TMA loads) is read
     after a proxy fence and a barrier, or the wgmma could read the generic writes unordered."""
