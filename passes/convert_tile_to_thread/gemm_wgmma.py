@@ -247,7 +247,8 @@ def lower_gemm_wgmma(L: Lowerer, op: tile.GemmOp, a: View, b: View, c: View) -> 
                 properties=dict(props))).results[0]
     L.emit(nvvm.WgmmaCommitGroupSyncAlignedOp())
     # groups left running (the newest): the pipeline's, else the program's (-1: none waited for here)
-    pending = in_flight.value.data if in_flight is not None else op.wg_wait.value.data if op.wg_wait else 0
+    pending = in_flight.value.data if in_flight is not None else \
+        op.wg_wait.value.data if op.wg_wait is not None else 0
     if pending >= 0:
         accs = L.emit(nvvm.WgmmaWaitGroupSyncOp.create(operands=accs, result_types=[struct] * reps,
                                                        properties={"group": IntegerAttr(pending, i64)})).results

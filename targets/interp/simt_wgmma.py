@@ -111,7 +111,7 @@ def _wgmma(op, c):
     return run
 
 
-def _require_converged(op, st, what: str) -> None:
+def _require_converged(op, st, what: str) -> list[int]:
     """A `.sync.aligned` wgmma instruction: the warpgroups running it run it with all 128 threads
     (returned: the warpgroups that do)."""
     lanes = _lanes(st)

@@ -70,8 +70,8 @@ def _needs_simulator(program) -> str | None:
         if isinstance(op, tile.WarpSpecializeOp) and op.user_roles is not None and \
                 (op.all_producer_threads is not None or op.groups > 1):
             return "warpgroup roles the tile interpreter does not model"
-        if isinstance(op, tile.ThreadIdOp) and unsupported_thread_use(op) is not None:
-            return f"per-thread code the tile interpreter does not run ({unsupported_thread_use(op)[1]})"
+        if isinstance(op, tile.ThreadIdOp) and (found := unsupported_thread_use(op)) is not None:
+            return f"per-thread code the tile interpreter does not run ({found[1]})"
     return None
 
 

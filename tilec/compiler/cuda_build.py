@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import sys
 import time
@@ -157,8 +158,6 @@ class CudaBuild:
         """ptxas's notes that it serialized the kernel's wgmmas or waited for them where the program
         did not (C7510-C7519, "Potential Performance Loss"), as a TilecWarning at the kernel: the
         program's own asynchronous wgmmas (T.wgmma_gemm, T.wait_wgmma) then run one after another."""
-        import re
-
         log = self._report.get("log", "") if isinstance(self._report, dict) else self._report.log  # (a cache hit's JSON)
         for line in log.splitlines():
             m = re.search(r"\((C751\d)\) (.*?)(?: in (?:the )?function '[^']*')?$", line)
