@@ -228,11 +228,13 @@ def bad_waits(which):
             acc = T.alloc_fragment((M, M), T.float32)
             T.copy(A, A_s)
             if which == "wg_wait":
-                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=-2)
+                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=-2)  # wg_wait
             elif which == "run-time":
-                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=n)
+                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=n)  # run-time
+            elif which == "flag":
+                T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=True)  # flag
             else:
-                T.wait_wgmma(-1)
+                T.wait_wgmma(-1)  # wait
             T.copy(acc, C)
 
     return main
@@ -241,12 +243,13 @@ def bad_waits(which):
 @pytest.mark.parametrize("which, message", [
     ("wg_wait", "wg_wait must be -1 .no wait"),
     ("run-time", "wg_wait must be a compile-time integer"),
+    ("flag", "wg_wait is a count of wgmma groups left running .-1: no wait., not True / False"),
     ("wait", "T.wait_wgmma's count is the number of wgmma groups left running"),
 ])
-def test_wait_counts_are_checked(which, message):
+def test_wait_counts_are_checked_at_their_line(which, message):
     with pytest.raises(tilec.TilecError, match=message) as info:
         build_prim_func(bad_waits(which), [])
-    assert "test_async_wgmma.py" in str(info.value)
+    assert f"test_async_wgmma.py:{_marked_line(bad_waits, '# ' + which)}:" in str(info.value)
 
 
 def test_a_wait_on_a_target_without_wgmma_is_nothing(ptxas):
@@ -338,20 +341,6 @@ def test_a_wait_under_a_branch_on_the_thread_index_is_the_whole_blocks():
     np.testing.assert_allclose(c, 2 * _ref(a, b), rtol=1e-3, atol=2e-2)
 
 
-def test_wg_wait_is_a_count_not_a_flag():
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), C: T.Tensor((M, M), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
-            A_s = T.alloc_shared((M, K), T.float16)
-            acc = T.alloc_fragment((M, M), T.float32)
-            T.copy(A, A_s)
-            T.gemm(A_s, A_s, acc, transpose_B=True, wg_wait=True)
-            T.copy(acc, C)
-
-    with pytest.raises(tilec.TilecError, match="wg_wait is a count of wgmma groups"):
-        build_prim_func(main, [])
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("prim", [two_halves, one_kept_running, overwritten_after_the_wait])
 def test_asynchronous_wgmmas_on_the_gpu(prim):
@@ -418,8 +407,11 @@ def test_ptxas_serializing_the_programs_wgmmas_is_reported(ptxas):
     with what to change; the kernel still builds (and computes right: the simulator)."""
     from tilec.errors import TilecWarning
 
-    with pytest.warns(TilecWarning, match=r"ptxas: .*serialized.*\(C7514\): an accumulator of a running wgmma"):
+    with pytest.warns(TilecWarning, match=r"ptxas: .*serialized.*\(C7514\): an accumulator of a running wgmma") as got:
         tilec.compile(kept_running_across_the_back_edge(), target="sm_90a")
+    note = next(w for w in got if "C7514" in str(w.message))  # at the kernel: its `def main`
+    assert note.filename.endswith("test_async_wgmma.py")
+    assert note.lineno == _marked_line(kept_running_across_the_back_edge, "def main(")
     rng = np.random.default_rng(7)
     q, kt, v = (rng.standard_normal(s).astype(np.float16) * 0.5 for s in ((M, K), (4 * N, K), (4 * N, K)))
     o = np.zeros((M, K), np.float32)
